@@ -1,0 +1,132 @@
+"""Checkpoint files: atomic writes, the newest one, and plain-data forms of samples and experiences.
+
+A checkpoint is one `torch.save` file of plain data and tensors only (no pickled classes), so it loads with
+`torch.load(weights_only=True)`. Samples are stored with their competition's slug instead of the TaskInfo;
+the TaskInfo objects are supplied again on load. Files are named `checkpoint-<update:08d>.pt` and written
+to a temporary file that is renamed into place, so a crash never leaves a half-written newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
+
+_PREFIX, _SUFFIX = "checkpoint-", ".pt"
+
+
+def checkpoint_path(directory: Path, update: int) -> Path:
+    """Where the checkpoint taken after `update` updates lives.
+
+    >>> checkpoint_path(Path("ckpt"), 12).name
+    'checkpoint-00000012.pt'
+    """
+    return Path(directory) / f"{_PREFIX}{update:08d}{_SUFFIX}"
+
+
+def save_checkpoint(directory: Path, update: int, state: Mapping[str, Any], *, keep: int = 3) -> Path:
+    """Write `state` atomically as the checkpoint after `update` updates; keep the newest `keep` files."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = checkpoint_path(directory, update)
+    handle, temp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            torch.save(dict(state), stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    for old in list_checkpoints(directory)[:-keep]:
+        old.unlink(missing_ok=True)
+    return target
+
+
+def list_checkpoints(directory: Path) -> list[Path]:
+    """Finished checkpoint files in `directory`, oldest first (temporary files are ignored)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.name.startswith(_PREFIX) and p.name.endswith(_SUFFIX))
+
+
+def latest_checkpoint(directory: Path) -> Path | None:
+    """The newest checkpoint in `directory`, or None when there is none."""
+    found = list_checkpoints(directory)
+    return found[-1] if found else None
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint (a file, or a directory meaning its newest checkpoint)."""
+    path = Path(path)
+    if path.is_dir():
+        newest = latest_checkpoint(path)
+        if newest is None:
+            raise FileNotFoundError(f"No checkpoint in {path}.")
+        path = newest
+    return torch.load(path, weights_only=True)
+
+
+def previous_to_dict(previous: PreviousSolution | None) -> dict[str, Any] | None:
+    if previous is None:
+        return None
+    return {"code": previous.code, "output": previous.output, "score": previous.score}
+
+
+def previous_from_dict(data: Mapping[str, Any] | None) -> PreviousSolution | None:
+    if data is None:
+        return None
+    return PreviousSolution(code=data["code"], output=data["output"], score=float(data["score"]))
+
+
+def sample_to_dict(sample: Sample) -> dict[str, Any]:
+    """A Sample as plain data; its TaskInfo becomes the slug."""
+    return {
+        "task": sample.prompt.task.slug,
+        "kind": sample.prompt.kind,
+        "previous": previous_to_dict(sample.prompt.previous),
+        "response": sample.response,
+        "logprobs": list(sample.logprobs),
+        "policy_version": sample.policy_version,
+        "info": dict(sample.info),
+    }
+
+
+def sample_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> Sample:
+    """Rebuild a Sample; `tasks` maps each slug to its TaskInfo."""
+    prompt = Prompt(
+        task=tasks[data["task"]], kind=data["kind"], previous=previous_from_dict(data["previous"])
+    )
+    return Sample(
+        prompt=prompt,
+        response=data["response"],
+        logprobs=tuple(float(x) for x in data["logprobs"]),
+        policy_version=int(data["policy_version"]),
+        info=dict(data["info"]),
+    )
+
+
+def experience_to_dict(experience: Experience) -> dict[str, Any]:
+    return {
+        "sample": sample_to_dict(experience.sample),
+        "reward": experience.reward,
+        "duration_s": experience.duration_s,
+        "valid": experience.valid,
+    }
+
+
+def experience_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> Experience:
+    return Experience(
+        sample=sample_from_dict(data["sample"], tasks),
+        reward=float(data["reward"]),
+        duration_s=float(data["duration_s"]),
+        valid=bool(data["valid"]),
+    )

@@ -1,0 +1,321 @@
+"""The learner: REINFORCE-with-baseline or PPO on whole programs, with the paper's duration weights.
+
+One `Learner.update` per batch of B finished attempts:
+
+1. Sequence-level advantages A_k (one reward per program, no value network), against a baseline chosen by
+   `LearnerConfig.advantage`: a running mean per (competition, prompt kind), the mean of the batch's samples
+   of the same prompt, or the batch's own mean and standard deviation (the ablation arm).
+2. Duration weights w_k = Δt_k / mean_batch(Δt) (arXiv 2509.01684; DESIGN.md §2), or all ones when
+   `duration_aware=False`. Time never enters the reward; it only reweights each sample's term.
+3. PPO: `ppo_epochs` passes over shuffled minibatches; per token the ratio ρ = exp(logp_new - logp_old) and
+   the clipped surrogate min(ρ A_k, clip(ρ, 1 - ε, 1 + ε) A_k); a sample's surrogate is the sum over its
+   tokens, multiplied by w_k; the loss is minus the minibatch mean. REINFORCE: one step on
+   -mean_k(w_k A_k Σ_t logp_t). Tokens are summed in both, so at ρ = 1 PPO's gradient equals REINFORCE's.
+4. Minus `entropy_coef` times the mean per-token entropy; plus `kl_coef` times the per-token KL to the
+   frozen reference (the k3 estimator exp(d) - d - 1 with d = logp_ref - logp) when the policy gives
+   reference log-probs; gradient-norm clipping; one Adam step per minibatch; `policy.version += 1`.
+
+Not done: value functions, GAE or per-token rewards (a program gets one reward); learning-rate schedules.
+Stale samples are never dropped; the PPO ratio against their own old log-probs handles them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from rl_core.policy import Experience, Policy, Sample, Scored
+
+AdvantageMode = Literal["running_mean", "group_mean", "batch_normalized"]
+_MIN_DURATION_S = 1e-3  # a measured 0 s (clock resolution) must not zero the batch mean
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    objective: Literal["ppo", "reinforce"] = "ppo"
+    """PPO (the paper's choice) or REINFORCE with a baseline."""
+    lr: float = 1e-5
+    """Adam learning rate. 1e-5 is the paper's value for a 3B LM; categorical policies want about 1e-2."""
+    clip_eps: float = 0.2
+    """PPO clip range ε: ratios outside [1 - ε, 1 + ε] give no gradient in the direction that leaves it."""
+    ppo_epochs: int = 2
+    """Passes over each batch (PPO only; REINFORCE takes one step)."""
+    minibatch: int | None = None
+    """Samples per PPO minibatch; None for the whole batch."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus (mean per-token entropy)."""
+    kl_coef: float = 0.0
+    """Weight of the KL penalty to the frozen reference; used only when the policy gives ref_logprobs."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clipping threshold."""
+    duration_aware: bool = True
+    """Multiply each sample's term by Δt_k / mean(Δt); False gives weights of 1 (the naive ablation)."""
+    advantage: AdvantageMode = "running_mean"
+    """Baseline: "running_mean" (EMA per (competition slug, prompt kind)), "group_mean" (mean reward of the
+    batch's samples of the same prompt), or "batch_normalized" ((r - mean) / std over the batch)."""
+    baseline_rate: float = 0.1
+    """EMA rate α of the running mean: after each batch b ← b + α (mean reward of that key in the batch - b).
+    A key seen for the first time starts at its batch mean."""
+    seed: int = 0
+    """Seeds the minibatch shuffling."""
+
+
+def duration_weights(durations_s: torch.Tensor) -> torch.Tensor:
+    """Per-sample weights Δt_k / mean(Δt) that undo asynchronous sampling bias.
+
+    The paper's correction (arXiv 2509.01684): where attempts return at a rate ∝ π(a)/Δt(a),
+    weighting each sample by its own execution time restores the unbiased policy gradient.
+
+    Args:
+        durations_s: (B,) wall-clock execution seconds of each attempt, > 0.
+    Returns:
+        (B,) weights with mean 1.
+
+    >>> duration_weights(torch.tensor([1.0, 3.0])).tolist()
+    [0.5, 1.5]
+    """
+    return durations_s / durations_s.mean()
+
+
+class RunningBaseline:
+    """An exponential moving average of reward per key (competition slug, prompt kind).
+
+    Call `advantages` before `observe` for each batch, so that a sample is never its own baseline
+    (except for a key seen for the first time, which starts at its batch mean).
+    """
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.values: dict[tuple[str, str], float] = {}
+
+    def advantages(self, rewards: torch.Tensor, keys: Sequence[tuple[str, str]]) -> torch.Tensor:
+        """(B,) r_k - b(key_k), with b from earlier batches."""
+        means = _group_means(rewards, keys)
+        return torch.stack(
+            [r - self.values.get(key, means[key]) for r, key in zip(rewards, keys, strict=True)]
+        )
+
+    def observe(self, rewards: torch.Tensor, keys: Sequence[tuple[str, str]]) -> None:
+        """Move each key's baseline toward its mean reward in this batch."""
+        for key, mean in _group_means(rewards, keys).items():
+            old = self.values.get(key, mean)
+            self.values[key] = old + self.rate * (mean - old)
+
+
+def _group_means(rewards: torch.Tensor, keys: Sequence[Any]) -> dict[Any, float]:
+    groups: dict[Any, list[float]] = {}
+    for reward, key in zip(rewards.tolist(), keys, strict=True):
+        groups.setdefault(key, []).append(reward)
+    return {key: sum(values) / len(values) for key, values in groups.items()}
+
+
+def group_mean_advantages(rewards: torch.Tensor, keys: Sequence[Any]) -> torch.Tensor:
+    """(B,) r_k minus the mean reward of the batch's samples with the same prompt key.
+
+    >>> group_mean_advantages(torch.tensor([1.0, 3.0, 5.0]), ["a", "a", "b"]).tolist()
+    [-1.0, 1.0, 0.0]
+    """
+    means = _group_means(rewards, keys)
+    return rewards - torch.tensor([means[key] for key in keys], dtype=rewards.dtype)
+
+
+def normalized_advantages(rewards: torch.Tensor) -> torch.Tensor:
+    """(B,) (r - mean) / std over the batch; zeros when all rewards are equal.
+
+    >>> normalized_advantages(torch.tensor([1.0, 3.0])).tolist()
+    [-0.7071067690849304, 0.7071067690849304]
+    """
+    centred = rewards - rewards.mean()
+    std = rewards.std() if len(rewards) > 1 else torch.tensor(0.0)
+    return centred / std if std > 0 else torch.zeros_like(rewards)
+
+
+def prompt_key(sample: Sample) -> tuple[str, str, str]:
+    """Identifies "the same prompt": competition, kind, and the earlier solution's code for improve."""
+    previous = sample.prompt.previous.code if sample.prompt.previous is not None else ""
+    return (sample.prompt.task.slug, sample.prompt.kind, previous)
+
+
+def padded_old_logprobs(samples: Sequence[Sample], mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) each sample's stored log-probs, laid out like `mask` (zeros where it is False)."""
+    old = torch.zeros(mask.shape, dtype=torch.float)
+    for row, sample in enumerate(samples):
+        if len(sample.logprobs) != int(mask[row].sum()):
+            raise ValueError(
+                f"Sample {row} has {len(sample.logprobs)} log-probs but its mask has a different length."
+            )
+        old[row, mask[row]] = torch.tensor(sample.logprobs, dtype=torch.float)
+    return old
+
+
+def policy_loss(
+    scored: Scored,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    *,
+    objective: Literal["ppo", "reinforce"],
+    clip_eps: float = 0.2,
+) -> tuple[torch.Tensor, float]:
+    """The duration-weighted policy-gradient loss of one minibatch, and its clip fraction.
+
+    Args:
+        scored: the policy's (B, T) log-probs and mask for the minibatch.
+        old_logprobs: (B, T) log-probs under the sampling policy (zeros where masked).
+        advantages: (B,) sequence-level advantages A_k.
+        weights: (B,) duration weights w_k.
+        objective: "ppo": -mean_k w_k Σ_t min(ρ A_k, clip(ρ) A_k); "reinforce": -mean_k w_k A_k Σ_t logp.
+    Returns:
+        (scalar loss tensor, fraction of real tokens whose ratio lies outside [1 - ε, 1 + ε]).
+    """
+    mask = scored.mask.float()
+    if objective == "reinforce":
+        per_sample = (scored.logprobs * mask).sum(dim=1) * advantages
+        return -(weights * per_sample).mean(), 0.0
+    ratio = torch.exp((scored.logprobs - old_logprobs) * mask)
+    unclipped = ratio * advantages[:, None]
+    clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps) * advantages[:, None]
+    per_sample = (torch.minimum(unclipped, clipped) * mask).sum(dim=1)
+    outside = ((ratio - 1).abs() > clip_eps).float() * mask
+    return -(weights * per_sample).mean(), float(outside.sum() / mask.sum().clamp(min=1))
+
+
+def kl_to_reference(scored: Scored) -> torch.Tensor:
+    """Mean per-token KL(π || π_ref) by the k3 estimator; zero when the policy has no reference."""
+    if scored.ref_logprobs is None:
+        return torch.zeros(())
+    mask = scored.mask.float()
+    delta = (scored.ref_logprobs - scored.logprobs) * mask
+    per_token = (torch.exp(delta) - delta - 1) * mask
+    return per_token.sum() / mask.sum().clamp(min=1)
+
+
+class Learner:
+    """Updates a policy from batches of finished attempts (see the module docstring for the algorithm).
+
+    Call `update` once per batch of B experiences; it takes the optimizer steps and bumps `policy.version`.
+    """
+
+    def __init__(self, policy: Policy, config: LearnerConfig) -> None:
+        self.policy = policy
+        self.config = config
+        self.params = [p for p in policy.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(self.params, lr=config.lr)
+        self.baseline = RunningBaseline(config.baseline_rate)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.updates = 0
+
+    def advantages(self, batch: Sequence[Experience]) -> torch.Tensor:
+        """(B,) sequence-level advantages under `config.advantage`; call once per batch (it moves the
+        running baseline)."""
+        rewards = torch.tensor([e.reward for e in batch], dtype=torch.float)
+        if self.config.advantage == "group_mean":
+            return group_mean_advantages(rewards, [prompt_key(e.sample) for e in batch])
+        if self.config.advantage == "batch_normalized":
+            return normalized_advantages(rewards)
+        keys = [(e.sample.prompt.task.slug, e.sample.prompt.kind) for e in batch]
+        advantages = self.baseline.advantages(rewards, keys)
+        self.baseline.observe(rewards, keys)
+        return advantages
+
+    def weights(self, batch: Sequence[Experience]) -> torch.Tensor:
+        """(B,) duration weights Δt_k / mean(Δt), or ones when `duration_aware` is off."""
+        durations = torch.tensor([max(e.duration_s, _MIN_DURATION_S) for e in batch], dtype=torch.float)
+        return duration_weights(durations) if self.config.duration_aware else torch.ones_like(durations)
+
+    def update(self, batch: Sequence[Experience], *, current_version: int) -> dict[str, float]:
+        """Take this batch's optimizer steps and return namespaced metrics (losses/*, charts/*).
+
+        Args:
+            batch: B finished attempts, in any order; may mix policy versions.
+            current_version: the policy version now (staleness = current_version - sample.policy_version).
+        """
+        if not batch:
+            raise ValueError("update needs at least one experience.")
+        advantages, weights = self.advantages(batch), self.weights(batch)
+        steps = [self._step(batch, index, advantages, weights) for index in self._minibatches(len(batch))]
+        self.updates += 1
+        self.policy.version += 1
+        return {**_mean_dicts(steps), **self._batch_charts(batch, weights, current_version)}
+
+    def _minibatches(self, size: int) -> list[torch.Tensor]:
+        if self.config.objective == "reinforce":
+            return [torch.arange(size)]
+        step = self.config.minibatch or size
+        passes = [torch.randperm(size, generator=self.generator) for _ in range(self.config.ppo_epochs)]
+        return [order[start : start + step] for order in passes for start in range(0, size, step)]
+
+    def _step(
+        self,
+        batch: Sequence[Experience],
+        index: torch.Tensor,
+        advantages: torch.Tensor,
+        weights: torch.Tensor,
+    ) -> dict[str, float]:
+        samples = [batch[i].sample for i in index.tolist()]
+        scored = self.policy.score(samples)
+        old = padded_old_logprobs(samples, scored.mask)
+        loss_pg, clip_fraction = policy_loss(
+            scored,
+            old,
+            advantages[index],
+            weights[index],
+            objective=self.config.objective,
+            clip_eps=self.config.clip_eps,
+        )
+        entropy = scored.entropy.mean()
+        kl = kl_to_reference(scored) if self.config.kl_coef > 0 else torch.zeros(())
+        total = loss_pg - self.config.entropy_coef * entropy + self.config.kl_coef * kl
+        self.optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+        return {
+            "losses/policy": loss_pg.item(),
+            "losses/entropy": entropy.item(),
+            "losses/kl": kl.item(),
+            "losses/total": total.item(),
+            "charts/entropy": entropy.item(),
+            "charts/clip_fraction": clip_fraction,
+            "charts/grad_norm": float(grad_norm),
+        }
+
+    def _batch_charts(
+        self, batch: Sequence[Experience], weights: torch.Tensor, version: int
+    ) -> dict[str, float]:
+        rewards = [e.reward for e in batch]
+        staleness = [version - e.sample.policy_version for e in batch]
+        return {
+            "charts/reward_mean": sum(rewards) / len(rewards),
+            "charts/reward_max": max(rewards),
+            "charts/valid_rate": sum(e.valid for e in batch) / len(batch),
+            "charts/duration_mean_s": sum(e.duration_s for e in batch) / len(batch),
+            "charts/staleness_mean": sum(staleness) / len(staleness),
+            "charts/staleness_max": float(max(staleness)),
+            "charts/duration_weight_max": float(weights.max()),
+            "charts/lr": float(self.optimizer.param_groups[0]["lr"]),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer state, baselines, shuffling RNG and update count (plain data and tensors)."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "baselines": [[slug, kind, value] for (slug, kind), value in self.baseline.values.items()],
+            "generator": self.generator.get_state(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned; the policy's own state is restored separately."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.baseline.values = {(slug, kind): float(value) for slug, kind, value in state["baselines"]}
+        self.generator.set_state(state["generator"])
+        self.updates = int(state["updates"])
+
+
+def _mean_dicts(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    return {key: math.fsum(row[key] for row in rows) / len(rows) for key in rows[0]}

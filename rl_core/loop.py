@@ -1,0 +1,441 @@
+"""The asynchronous actor–learner loop of DESIGN.md §3, its synchronous baseline, and the evaluation protocol.
+
+Asynchronous (the default): K = `actors` attempts are in flight. Whenever one finishes it is buffered and,
+once B = `batch` attempts are buffered, the learner updates on exactly those B; then a replacement is
+sampled at once from the newest policy. The loop never waits for stragglers: a slow attempt lands in
+whichever batch is being filled when it arrives, tagged with the version that sampled it (its staleness is
+recorded, it is never dropped). Synchronous (`sync=True`): sample B, wait for all B, update, repeat.
+
+Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "solve" or, with probability
+`improve_prob` when the task's pool of earlier valid solutions is not empty, "improve" one drawn uniformly
+from that pool (the best `max_pool` distinct programs by score). Attempt ids are f"{seed}-{n}", so a resumed
+run re-dispatches exactly the attempts whose results never arrived. Budgets are exact: `attempts` attempts
+are run; the last `attempts mod B` results are recorded but not learned from.
+
+Checkpoints (every `checkpoint_every` updates, at a point where every reported result has been processed)
+hold the policy, learner, loop counters, RNG states, buffer, pools and in-flight jobs, plus the executor's
+state when it has one (the simulator), so resuming gives exactly the same next update.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from rl_core import checkpoint as ckpt
+from rl_core.executors import Executor, Finished, Job
+from rl_core.learner import Learner
+from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
+
+_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    attempts: int
+    """Total attempts to run (the budget), exactly."""
+    actors: int = 8
+    """K: attempts in flight at once (asynchronous mode)."""
+    batch: int = 32
+    """B: finished attempts per learner update."""
+    sync: bool = False
+    """Synchronous baseline: sample B, wait for all B, update."""
+    improve_prob: float = 0.5
+    """Probability of an improve prompt when the task has an earlier valid solution."""
+    checkpoint_every: int = 10
+    """Updates between checkpoints (when a checkpoint directory is given)."""
+    seed: int = 0
+    """Seeds prompt choices and policy sampling; also prefixes attempt ids."""
+    max_pool: int = 8
+    """Earlier valid solutions kept per task for improve prompts (the best distinct programs by score)."""
+
+
+@dataclass(frozen=True)
+class BestSolution:
+    attempt_id: str
+    score: float
+    response: str
+
+
+@dataclass(frozen=True)
+class LoopSummary:
+    """What a run did. `utilization` = busy executor-seconds (sum of Δt) / (capacity x wall_s)."""
+
+    attempts: int
+    updates: int
+    wall_s: float
+    busy_s: float
+    utilization: float
+    valid_rate: float
+    mean_reward: float
+    mean_duration_s: float
+    staleness_mean: float
+    staleness_max: int
+    best_by_task: dict[str, BestSolution]
+
+    @property
+    def best_score(self) -> float | None:
+        """The best valid score of a single-task run (None for several tasks or no valid attempt)."""
+        return next(iter(self.best_by_task.values())).score if len(self.best_by_task) == 1 else None
+
+    @property
+    def best_attempt_id(self) -> str | None:
+        return next(iter(self.best_by_task.values())).attempt_id if len(self.best_by_task) == 1 else None
+
+
+class Observer(Protocol):
+    """Hooks through which the web layer persists and publishes a run; times are on the executor's clock."""
+
+    def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None: ...
+
+    def on_attempt_finished(
+        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
+    ) -> None: ...
+
+    def on_update(self, version: int, metrics: dict[str, float]) -> None: ...
+
+
+class NullObserver:
+    def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None:
+        pass
+
+    def on_attempt_finished(
+        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
+    ) -> None:
+        pass
+
+    def on_update(self, version: int, metrics: dict[str, float]) -> None:
+        pass
+
+
+def program_code(response: str) -> str:
+    """The first fenced Python block of a response, or the whole response when it has none.
+
+    >>> program_code("Plan.\\n```python\\nprint(1)\\n```\\n")
+    'print(1)\\n'
+    """
+    match = _CODE_BLOCK.search(response)
+    return match.group(1) if match else response
+
+
+def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:
+    """Whether `score` beats `than` in the metric's direction.
+
+    >>> is_better(0.2, 0.5, higher_is_better=False)
+    True
+    """
+    return score > than if higher_is_better else score < than
+
+
+@dataclass
+class LoopState:
+    """Everything about a run that a checkpoint must restore (besides policy, learner and RNGs)."""
+
+    submitted: int = 0
+    finished: int = 0
+    updates: int = 0
+    checkpointed_at: int = 0  # the update count of the newest checkpoint
+    buffer: list[Experience] = field(default_factory=list)
+    in_flight: dict[str, Job] = field(default_factory=dict)  # in submission order
+    pool: dict[str, list[PreviousSolution]] = field(default_factory=dict)
+    best: dict[str, BestSolution] = field(default_factory=dict)
+    totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TOTALS, 0.0))
+    wall_before_s: float = 0.0  # wall-clock of earlier sessions of this run (before a resume)
+
+
+_TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max")
+
+
+def state_to_dict(state: LoopState) -> dict[str, Any]:
+    plain = {k: v for k, v in asdict(state).items() if k not in ("buffer", "in_flight", "pool", "best")}
+    return plain | {
+        "buffer": [ckpt.experience_to_dict(e) for e in state.buffer],
+        "in_flight": [
+            [job.attempt_id, ckpt.sample_to_dict(job.sample), job.task_slug]
+            for job in state.in_flight.values()
+        ],
+        "pool": {slug: [ckpt.previous_to_dict(p) for p in entries] for slug, entries in state.pool.items()},
+        "best": {slug: asdict(best) for slug, best in state.best.items()},
+    }
+
+
+def state_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> LoopState:
+    jobs = [Job(aid, ckpt.sample_from_dict(sample, tasks), slug) for aid, sample, slug in data["in_flight"]]
+    return LoopState(
+        submitted=int(data["submitted"]),
+        finished=int(data["finished"]),
+        updates=int(data["updates"]),
+        checkpointed_at=int(data["checkpointed_at"]),
+        buffer=[ckpt.experience_from_dict(e, tasks) for e in data["buffer"]],
+        in_flight={job.attempt_id: job for job in jobs},
+        pool={slug: [ckpt.previous_from_dict(p) for p in entries] for slug, entries in data["pool"].items()},
+        best={slug: BestSolution(**best) for slug, best in data["best"].items()},
+        totals={key: float(value) for key, value in data["totals"].items()},
+        wall_before_s=float(data["wall_before_s"]),
+    )
+
+
+class _Run:
+    """One run of the loop: the objects it drives and its state. Read `run_async` and `run_sync` first."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        learner: Learner,
+        executor: Executor,
+        tasks: Sequence[TaskInfo],
+        config: LoopConfig,
+        observer: Observer,
+        checkpoints: Path | None,
+    ) -> None:
+        self.policy, self.learner, self.executor = policy, learner, executor
+        self.tasks, self.by_slug = list(tasks), {task.slug: task for task in tasks}
+        self.config, self.observer, self.checkpoints = config, observer, checkpoints
+        self.state = LoopState()
+        self.rng = random.Random(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.clock0 = executor.now()
+
+    def run_async(self) -> None:
+        self.launch(self.config.actors)
+        while self.state.in_flight:
+            for finished in self.wait():
+                self.receive(finished)
+                if len(self.state.buffer) >= self.config.batch:
+                    self.update()
+                self.launch(self.config.actors - len(self.state.in_flight))
+            self.checkpoint_if_due()
+
+    def run_sync(self) -> None:
+        while self.state.submitted < self.config.attempts or self.state.in_flight:
+            if not self.state.in_flight:
+                self.launch(self.config.batch)
+            for finished in self.wait():
+                self.receive(finished)
+            if not self.state.in_flight and len(self.state.buffer) >= self.config.batch:
+                self.update()
+                self.checkpoint_if_due()
+
+    def wait(self) -> list[Finished]:
+        finished = self.executor.wait(None)
+        if not finished:
+            raise RuntimeError(
+                f"The executor reports nothing running, but {len(self.state.in_flight)} attempts are."
+            )
+        return finished
+
+    def launch(self, count: int) -> None:
+        """Sample and submit up to `count` attempts from the newest policy, within the budget."""
+        count = min(count, self.config.attempts - self.state.submitted)
+        if count <= 0:
+            return
+        tasks = [self.tasks[(self.state.submitted + i) % len(self.tasks)] for i in range(count)]
+        samples = self.policy.sample([self.prompt_for(task) for task in tasks], generator=self.generator)
+        for task, sample in zip(tasks, samples, strict=True):
+            job = Job(f"{self.config.seed}-{self.state.submitted}", sample, task.slug)
+            self.state.submitted += 1
+            self.dispatch(job)
+
+    def dispatch(self, job: Job) -> None:
+        self.state.in_flight[job.attempt_id] = job
+        self.executor.submit(job)
+        self.observer.on_attempt_started(job.attempt_id, job.sample, self.executor.now())
+
+    def prompt_for(self, task: TaskInfo) -> Prompt:
+        coin, pool = self.rng.random(), self.state.pool.get(task.slug, [])
+        if pool and coin < self.config.improve_prob:
+            return Prompt(task=task, kind="improve", previous=self.rng.choice(pool))
+        return Prompt(task=task, kind="solve")
+
+    def receive(self, finished: Finished) -> None:
+        """Record a finished attempt: buffer it, update totals, pool and best; tell the observer."""
+        job = self.state.in_flight.pop(finished.attempt_id, None)
+        if job is None:  # a duplicate report of an attempt already processed
+            return
+        outcome, sample = finished.outcome, job.sample
+        staleness = self.policy.version - sample.policy_version
+        experience = Experience(sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid))
+        self.state.buffer.append(experience)
+        self.state.finished += 1
+        self.count(experience, staleness)
+        if experience.valid and outcome.score is not None:
+            self.remember(job, outcome)
+        self.observer.on_attempt_finished(
+            finished.attempt_id, sample, outcome, self.executor.now(), staleness
+        )
+
+    def count(self, experience: Experience, staleness: int) -> None:
+        totals = self.state.totals
+        totals["reward"] += experience.reward
+        totals["valid"] += experience.valid
+        totals["duration_s"] += experience.duration_s
+        totals["staleness"] += staleness
+        totals["staleness_max"] = max(totals["staleness_max"], staleness)
+
+    def remember(self, job: Job, outcome: Any) -> None:
+        """Add a valid attempt to its task's improve pool and track the task's best solution."""
+        task, score = self.by_slug[job.task_slug], float(outcome.score)
+        better = lambda a, b: is_better(a, b, higher_is_better=task.higher_is_better)  # noqa: E731
+        best = self.state.best.get(task.slug)
+        if best is None or better(score, best.score):
+            self.state.best[task.slug] = BestSolution(job.attempt_id, score, job.sample.response)
+        entry = PreviousSolution(
+            program_code(job.sample.response), str(getattr(outcome, "stdout_tail", "")), score
+        )
+        pool = self.state.pool.get(task.slug, [])
+        same = [p for p in pool if p.code == entry.code]
+        if same and not better(score, same[0].score):
+            return  # the pool already holds this program with a score at least as good
+        pool = sorted([*(p for p in pool if p.code != entry.code), entry], key=lambda p: p.score)
+        self.state.pool[task.slug] = (pool[::-1] if task.higher_is_better else pool)[: self.config.max_pool]
+
+    def update(self) -> None:
+        batch, self.state.buffer = (
+            self.state.buffer[: self.config.batch],
+            self.state.buffer[self.config.batch :],
+        )
+        metrics = self.learner.update(batch, current_version=self.policy.version)
+        self.state.updates += 1
+        metrics |= {
+            "loop/attempts_finished": float(self.state.finished),
+            "loop/in_flight": float(len(self.state.in_flight)),
+            "loop/wall_s": self.wall_s(),
+        }
+        self.observer.on_update(self.policy.version, metrics)
+
+    def wall_s(self) -> float:
+        return self.state.wall_before_s + self.executor.now() - self.clock0
+
+    def checkpoint_if_due(self) -> None:
+        if (
+            self.checkpoints is None
+            or self.state.updates < self.state.checkpointed_at + self.config.checkpoint_every
+        ):
+            return
+        self.state.checkpointed_at = self.state.updates
+        ckpt.save_checkpoint(self.checkpoints, self.state.updates, self.checkpoint_state())
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        version, internal, gauss = self.rng.getstate()
+        saved = {
+            "format": 1,
+            "policy": self.policy.state_dict(),
+            "policy_version": self.policy.version,
+            "learner": self.learner.state_dict(),
+            "loop": state_to_dict(self.state) | {"wall_before_s": self.wall_s()},
+            "rng": [version, list(internal), gauss],
+            "generator": self.generator.get_state(),
+        }
+        if hasattr(self.executor, "state_dict"):
+            saved["executor"] = self.executor.state_dict()
+        return saved
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Load a checkpoint, then re-dispatch the attempts whose results never arrived."""
+        self.policy.load_state_dict(saved["policy"])
+        self.policy.version = int(saved["policy_version"])
+        self.learner.load_state_dict(saved["learner"])
+        self.state = state_from_dict(saved["loop"], self.by_slug)
+        version, numbers, gauss = saved["rng"]
+        self.rng.setstate((version, tuple(numbers), gauss))
+        self.generator.set_state(saved["generator"])
+        if "executor" in saved and hasattr(self.executor, "load_state_dict"):
+            self.executor.load_state_dict(saved["executor"])
+        self.clock0 = self.executor.now()
+        for job in list(self.state.in_flight.values()):
+            self.dispatch(job)
+
+    def summary(self) -> LoopSummary:
+        totals, finished = self.state.totals, max(self.state.finished, 1)
+        wall_s = self.wall_s()
+        capacity_s = self.executor.capacity * wall_s
+        return LoopSummary(
+            attempts=self.state.finished,
+            updates=self.state.updates,
+            wall_s=wall_s,
+            busy_s=totals["duration_s"],
+            utilization=totals["duration_s"] / capacity_s if capacity_s > 0 else 0.0,
+            valid_rate=totals["valid"] / finished,
+            mean_reward=totals["reward"] / finished,
+            mean_duration_s=totals["duration_s"] / finished,
+            staleness_mean=totals["staleness"] / finished,
+            staleness_max=int(totals["staleness_max"]),
+            best_by_task=dict(self.state.best),
+        )
+
+
+def run_loop(
+    *,
+    policy: Policy,
+    learner: Learner,
+    executor: Executor,
+    tasks: Sequence[TaskInfo],
+    config: LoopConfig,
+    observer: Observer | None = None,
+    checkpoints: Path | None = None,
+    resume: Path | None = None,
+) -> LoopSummary:
+    """Run the actor–learner loop until `config.attempts` attempts have finished.
+
+    Args:
+        policy, learner: the learner must have been built on this policy.
+        executor: runs the attempts; it is not closed here.
+        tasks: the competitions to cycle over (one for a single-task run).
+        observer: receives every attempt start, finish and update (the web layer persists through it).
+        checkpoints: a directory to write checkpoints to every `config.checkpoint_every` updates.
+        resume: a checkpoint file, or a directory whose newest checkpoint to resume from.
+    """
+    if not tasks:
+        raise ValueError("run_loop needs at least one task.")
+    run = _Run(policy, learner, executor, tasks, config, observer or NullObserver(), checkpoints)
+    if resume is not None:
+        run.restore(ckpt.load_checkpoint(resume))
+    run.run_sync() if config.sync else run.run_async()
+    return run.summary()
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The paper's protocol: solve once, improve once on that solution if it is valid, keep the better."""
+
+    solve: Any
+    improve: Any | None
+    best: Any
+    best_response: str
+
+
+def evaluate(policy: Policy, executor: Executor, task: TaskInfo, *, seed: int = 0) -> Evaluation:
+    """Evaluate `policy` on `task` by solve-then-improve (PAPER.md); the executor must be otherwise idle."""
+    generator = torch.Generator().manual_seed(seed)
+    solve_sample = policy.sample([Prompt(task=task, kind="solve")], generator=generator)[0]
+    solve = _run_one(executor, Job(f"eval-{seed}-solve", solve_sample, task.slug))
+    if not (solve.valid and solve.score is not None):
+        return Evaluation(solve, None, solve, solve_sample.response)
+    previous = PreviousSolution(
+        program_code(solve_sample.response), str(getattr(solve, "stdout_tail", "")), solve.score
+    )
+    improve_sample = policy.sample(
+        [Prompt(task=task, kind="improve", previous=previous)], generator=generator
+    )[0]
+    improve = _run_one(executor, Job(f"eval-{seed}-improve", improve_sample, task.slug))
+    improved = improve.valid and improve.score is not None
+    if improved and is_better(improve.score, solve.score, higher_is_better=task.higher_is_better):
+        return Evaluation(solve, improve, improve, improve_sample.response)
+    return Evaluation(solve, improve, solve, solve_sample.response)
+
+
+def _run_one(executor: Executor, job: Job) -> Any:
+    executor.submit(job)
+    while True:
+        arrived = executor.wait(None)
+        if not arrived:
+            raise RuntimeError(f"The executor lost evaluation attempt {job.attempt_id}.")
+        for finished in arrived:
+            if finished.attempt_id == job.attempt_id:
+                return finished.outcome

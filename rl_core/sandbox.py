@@ -1,0 +1,414 @@
+"""Run one untrusted program and report what happened.
+
+`execute(request)` writes the program to ``work_dir/program.py`` and runs it as a fresh process with the
+worker's own Python interpreter, under one of two isolation levels, detected once per process
+(`isolation_level()`) and recorded on every result:
+
+``"bwrap"`` (bubblewrap works here). Covered:
+  - namespaces: its own network namespace (only a loopback with nothing listening: no database, broker,
+    web server or internet), its own PID namespace (``/proc`` lists only the program's processes; its
+    parent is the sandbox's init, which it cannot signal), and its own IPC, UTS and cgroup namespaces;
+  - a filesystem of only what Python and the ML stack need, read-only: ``/usr``, ``/lib*``, the
+    interpreter's prefixes (the venv and its base), ``/etc/ld.so.cache`` and two more harmless files of
+    ``/etc``. The competition's public files are bound read-only at ``./input``; the scratch dir
+    ``work_dir`` is the writable working directory (also bound at ``/tmp``, so temporary files count
+    against the scratch cap), with ``./submission``. ``/work``, ``/root``, the data dir, other attempts'
+    dirs, the host's ``/tmp`` and the hidden answers do not exist inside. ``/dev`` is a minimal one with a
+    size-capped ``/dev/shm``;
+  - an empty environment apart from PATH, HOME, LANG, PYTHONHASHSEED, thread counts and a few more
+    (`_program_env`): no DATABASE_URL, SECRET_KEY or anything else the worker holds;
+  - an unprivileged user. Running as root, the sandbox switches the program to a uid of its own
+    (``setpriv``, one uid per concurrent attempt, from `UID_RANGE`) with no capabilities and
+    ``no_new_privs``. This is what makes RLIMIT_NPROC work: the kernel counts processes per real uid
+    and never limits uid 0, and bwrap's user namespace would map the program back to uid 0. As a
+    non-root worker, bwrap's user namespace is used instead (the kernel, since 5.14, counts RLIMIT_NPROC
+    per user namespace);
+  - rlimits (``prlimit``, before anything runs): address space (``memory_mb``), CPU seconds
+    (a backstop: wall-clock limit x CPUs), file size (``max_file_mb``), processes (``max_processes``),
+    open files, no core dumps;
+  - a wall-clock limit that kills the whole tree: SIGKILL to bwrap's process group; the PID namespace's
+    init dies with it and the kernel kills every process left inside, including ``setsid`` daemons;
+    the same happens when the program exits and leaves children behind;
+  - output: stdout and stderr are read as they come and only the last ``max_output_bytes`` of each are
+    kept, so a program printing forever cannot exhaust the worker's memory. Lines that carry a stage
+    marker (`rl_core.instrument.MARKER_PREFIX`) are kept apart (distinct lines, at most `MAX_MARKER_LINES`),
+    so a long output cannot push them out of the tail;
+  - scratch size: RLIMIT_FSIZE per file, and the scratch dir's total (blocks, plus a cap on the number of
+    entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after; over the cap the
+    program is killed. The overshoot is bounded by the write rate times the check interval;
+  - the submission is reported only when ``submission/submission.csv`` is a regular file inside the
+    scratch dir (a symlink to the answers, or a ``submission`` directory replaced by a link, is ignored).
+
+``"rlimits"`` (no working bwrap; a warning is logged once). Covered: the same rlimits, wall-clock kill of
+the process group, output caps, scratch cap, scrubbed environment, a private temp dir inside the scratch
+dir, ``./input`` as a private copy (hard links where possible) of the public files, and, as root, the
+per-attempt uid (so the program cannot read other processes' environments or signal them, and every
+process left under its uid is killed when it ends). Not covered: the filesystem is the host's (anything
+world-readable is readable, including the answers if their permissions allow it), the network is the
+host's, other processes are visible, and a non-root worker's program runs as the worker's own user (it
+can read the worker's environment through ``/proc`` and signal it; ``setsid`` children may outlive it).
+
+How the status is decided (first match wins):
+  1. ``"timeout"``: the wall-clock limit was reached (and the sandbox killed it), or the CPU-seconds
+     rlimit killed it (SIGXCPU, or SIGKILL with the CPU time at the limit). ``duration_s`` is the limit.
+  2. ``"killed"``: the sandbox killed it for exceeding the scratch cap.
+  3. ``"memory"``: it exited non-zero or by a signal and its stderr tail shows an allocation failure
+     (``MemoryError``, ``std::bad_alloc``, "Cannot allocate memory", "out of memory"), or it was
+     SIGKILLed by someone other than the sandbox (the kernel's OOM killer).
+  4. ``"killed"``: another signal ended it (SIGSEGV, SIGABRT, SIGTERM, ...). Under bwrap a signal shows
+     as exit code 128 + N, so a program calling ``sys.exit(137)`` reads as SIGKILL.
+  5. ``"error"``: any other non-zero exit code.
+  6. ``"ok"``: exit code 0.
+
+Not covered at any level: GPU memory isolation between concurrent attempts (``allow_gpu`` binds the
+``/dev/nvidia*`` nodes); total memory of a process tree (RLIMIT_AS is per process: up to
+``max_processes`` x ``memory_mb`` of virtual memory, not a cgroup limit); disk bandwidth; CPU share
+between concurrent attempts; side channels; kernel exploits; nested user namespaces when running as root;
+a program that reads its own source to learn the marker nonce.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+import re
+import secrets
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rl_core.instrument import MARKER_PREFIX
+
+logger = logging.getLogger(__name__)
+
+Status = Literal["ok", "error", "timeout", "memory", "killed"]
+Isolation = Literal["bwrap", "rlimits"]
+
+SANDBOX_ROOT = "/attempt"
+"""Where the scratch dir appears inside bwrap (the program's working directory and HOME)."""
+PROGRAM_NAME = "program.py"
+SUBMISSION = Path("submission") / "submission.csv"
+UID_RANGE = range(200_000, 260_000)
+"""Uids given to programs when the worker runs as root; no account on the host should use them."""
+SCRATCH_CHECK_S = 0.5
+MAX_SCRATCH_ENTRIES = 100_000
+MAX_MARKER_LINES = 4096
+SHM_FRACTION = 4
+"""/dev/shm inside bwrap is a tmpfs of memory_mb / SHM_FRACTION (it is RAM outside RLIMIT_AS)."""
+DRAIN_S = 1.0
+"""After the program exits, how long to keep reading output that descendants may still write."""
+_MEMORY_PATTERN = re.compile(r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|[Oo]ut of memory")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
+
+
+@dataclass(frozen=True)
+class ExecutionRequest:
+    """One program to run.
+
+    Attributes:
+        program: the Python source to run (already instrumented).
+        input_dir: the competition's public files; the program sees them read-only at ``./input``.
+        work_dir: a fresh scratch dir (created if missing; ``submission/submission.csv`` must not exist).
+        timeout_s: wall-clock limit in seconds.
+        memory_mb: address-space limit per process, MiB (virtual memory: importing the whole ML stack
+            takes about 1 GiB of it).
+        max_output_bytes: how much of the end of stdout and of stderr is kept, each.
+        max_file_mb: largest file the program may write (RLIMIT_FSIZE), and the scratch dir's total cap.
+        max_processes: processes and threads of the program's uid (RLIMIT_NPROC).
+        allow_gpu: bind ``/dev/nvidia*`` (when present) into the sandbox.
+    """
+
+    program: str
+    input_dir: Path
+    work_dir: Path
+    timeout_s: float
+    memory_mb: int
+    max_output_bytes: int = 1_000_000
+    max_file_mb: int = 512
+    max_processes: int = 256
+    allow_gpu: bool = False
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """What happened. `status` is decided as the module docstring says.
+
+    Attributes:
+        status: ``ok | error | timeout | memory | killed``.
+        exit_code: the program's exit code, 128 + N for signal N under bwrap, -N in the fallback;
+            None when the sandbox killed it.
+        duration_s: the program's wall-clock seconds (the limit itself for a timeout).
+        stdout, stderr: the last ``max_output_bytes`` of each (UTF-8, undecodable bytes replaced);
+            the sandbox appends a ``[sandbox] ...`` line to stderr when it killed the program.
+        submission_path: ``work_dir/submission/submission.csv`` when the program wrote it as a regular file.
+        isolation: the isolation level it ran under.
+        marker_lines: the distinct stdout lines containing the stage-marker prefix, in order of arrival.
+    """
+
+    status: Status
+    exit_code: int | None
+    duration_s: float
+    stdout: str
+    stderr: str
+    submission_path: Path | None
+    isolation: Isolation
+    marker_lines: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------- detection
+
+
+@functools.cache
+def isolation_level() -> Isolation:
+    """``"bwrap"`` when a minimal bubblewrap sandbox starts on this machine, else ``"rlimits"`` (warned once)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is not None:
+        probe = [bwrap, *_namespace_flags(), "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
+        try:
+            if subprocess.run(probe, capture_output=True, timeout=30, env={}).returncode == 0:
+                return "bwrap"
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    logger.warning(
+        "bubblewrap is not usable here: programs run with rlimits, a scrubbed environment and a private "
+        "temp dir only (no filesystem, network or PID isolation)."
+    )
+    return "rlimits"
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _namespace_flags() -> list[str]:
+    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not _is_root():
+        flags.append("--unshare-user")
+    return [*flags, "--die-with-parent", "--new-session"]
+
+
+# ---------------------------------------------------------------------------------------------- uids
+
+_uids_in_use: set[int] = set()
+_uids_lock = threading.Lock()
+
+
+def _acquire_uid() -> int | None:
+    """A uid from UID_RANGE that no other attempt of this process is using; None when not root."""
+    if not _is_root():
+        return None
+    with _uids_lock:
+        while (uid := UID_RANGE[secrets.randbelow(len(UID_RANGE))]) in _uids_in_use:
+            pass
+        _uids_in_use.add(uid)
+        return uid
+
+
+def _release_uid(uid: int | None) -> None:
+    with _uids_lock:
+        _uids_in_use.discard(uid)  # type: ignore[arg-type]
+
+
+def _setpriv(uid: int) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process running under `uid` (kill(-1) as that uid reaches exactly those)."""
+    subprocess.run([*_setpriv(uid), "kill", "-KILL", "-1"], capture_output=True, timeout=30, env={})
+
+
+# ---------------------------------------------------------------------------------------------- layout
+
+
+def _prepare_work_dir(request: ExecutionRequest, uid: int | None, isolation: Isolation) -> None:
+    """Create the scratch layout; the program's uid owns the dirs it may write, root keeps program.py."""
+    work = request.work_dir
+    work.mkdir(parents=True, exist_ok=True)
+    if (work / SUBMISSION).exists():
+        raise ValueError(f"{work / SUBMISSION} already exists: each attempt needs a fresh work_dir.")
+    (work / PROGRAM_NAME).write_text(request.program, encoding="utf-8")
+    for name in ("submission", "tmp"):
+        (work / name).mkdir(exist_ok=True)
+    if isolation == "bwrap":
+        (work / "input").mkdir(exist_ok=True)  # the mount point of the read-only public files
+    else:
+        _copy_inputs(request.input_dir, work / "input", link=uid is not None)
+    if uid is not None:
+        for path in (work, work / "submission", work / "tmp"):
+            os.chown(path, uid, uid)
+
+
+def _copy_inputs(source: Path, target: Path, *, link: bool) -> None:
+    """A private copy of the public files; hard links (root-owned, so read-only to the program) if allowed."""
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst) if link else shutil.copy2(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link_or_copy, dirs_exist_ok=True)
+
+
+def _python_roots() -> list[str]:
+    """The interpreter's prefixes outside /usr (the venv and its base), outermost only."""
+    executable_prefix = str(Path(os.path.realpath(sys.executable)).parent.parent)
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, executable_prefix}
+    roots = sorted(os.path.realpath(p) for p in found if not p.startswith("/usr/"))
+    return [r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots)]
+
+
+def _system_binds() -> list[str]:
+    """Read-only binds of /usr, /lib*, /bin, /sbin (symlinks kept as symlinks) and a few /etc files."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in _ETC_FILES:
+        args += ["--ro-bind-try", path, path]
+    return args
+
+
+def _python_binds() -> list[str]:
+    """Binds of the interpreter's roots, with world-readable parents (bwrap would make them 0700)."""
+    args: list[str] = []
+    for root in _python_roots():
+        for parent in reversed(Path(root).parents[:-1]):
+            args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", root, root]
+    return args
+
+
+def _gpu_binds(allow_gpu: bool) -> list[str]:
+    if not allow_gpu:
+        return []
+    devices = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    return [arg for device in devices for arg in ("--dev-bind", device, device)]
+
+
+def _bwrap_command(request: ExecutionRequest, env: dict[str, str]) -> list[str]:
+    work, shm_bytes = str(request.work_dir), max(request.memory_mb // SHM_FRACTION, 16) * 2**20
+    args = ["bwrap", *_namespace_flags(), "--hostname", "sandbox"]
+    if _is_root():
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    args += [*_system_binds(), *_python_binds(), "--proc", "/proc", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
+    args += ["--bind", work, SANDBOX_ROOT, "--ro-bind", str(request.input_dir), f"{SANDBOX_ROOT}/input"]
+    args += ["--bind", f"{work}/tmp", "/tmp", *_gpu_binds(request.allow_gpu)]
+    args += ["--chdir", SANDBOX_ROOT, "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def _rlimit_command(request: ExecutionRequest) -> list[str]:
+    cpu_s = math.ceil(request.timeout_s * (os.cpu_count() or 1)) + 1
+    file_bytes = request.max_file_mb * 2**20
+    return [
+        "prlimit",
+        f"--as={request.memory_mb * 2**20}",
+        f"--cpu={cpu_s}:{cpu_s + 5}",
+        f"--fsize={file_bytes}",
+        f"--nproc={request.max_processes}",
+        "--nofile=1024",
+        "--core=0",
+        "--",
+    ]
+
+
+def _program_env(request: ExecutionRequest, isolation: Isolation) -> dict[str, str]:
+    """The whole environment the program sees."""
+    home = SANDBOX_ROOT if isolation == "bwrap" else str(request.work_dir)
+    threads = str(len(os.sched_getaffinity(0)))
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": "/tmp" if isolation == "bwrap" else f"{home}/tmp",
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "MPLBACKEND": "Agg",
+    }
+    env |= {name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    if request.allow_gpu and "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env
+
+
+def _command(request: ExecutionRequest, isolation: Isolation, uid: int | None) -> tuple[list[str], dict]:
+    """(argv, env for the spawned process): prlimit, then bwrap or nothing, then setpriv when root."""
+    env = _program_env(request, isolation)
+    switch_user = _setpriv(uid) if uid is not None else []
+    if isolation == "bwrap":
+        program = f"{SANDBOX_ROOT}/{PROGRAM_NAME}"
+        return [*_rlimit_command(request), *_bwrap_command(request, env), "--", *switch_user,
+                sys.executable, program], {}
+    return [*_rlimit_command(request), *switch_user, sys.executable, PROGRAM_NAME], env
+
+
+# ---------------------------------------------------------------------------------------------- capture
+
+
+class _Tail:
+    """The last `cap` bytes of a stream, in memory bounded by 2 x cap."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.buffer, self.total = cap, bytearray(), 0
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+        self.total += len(data)
+        if len(self.buffer) > 2 * self.cap:
+            del self.buffer[: -self.cap]
+
+    def text(self) -> str:
+        kept = bytes(self.buffer[-self.cap :]) if self.cap > 0 else b""
+        omitted = self.total - len(kept)
+        head = f"[... {omitted} earlier bytes not kept ...]\n" if omitted else ""
+        return head + kept.decode("utf-8", errors="replace")
+
+
+class _MarkerLines:
+    """Distinct lines containing MARKER_PREFIX, found as the stream passes (a partial line carries over)."""
+
+    PARTIAL_CAP = 4096
+
+    def __init__(self) -> None:
+        self.partial, self.lines = b"", dict[str, None]()
+        self.prefix = MARKER_PREFIX.encode()
+
+    def feed(self, data: bytes) -> None:
+        window = self.partial + data
+        if self.prefix not in window:
+            self.partial = window[window.rfind(b"\n") + 1 :][-self.PARTIAL_CAP :]
+            return
+        *complete, last = window.split(b"\n")
+        for line in complete:
+            self._keep(line)
+        self.partial = last[-self.PARTIAL_CAP :]
+
+    def _keep(self, line: bytes) -> None:
+        if self.prefix in line and len(self.lines) < MAX_MARKER_LINES:
+            self.lines.setdefault(line[-512:].decode("utf-8", errors="replace").strip(), None)
+
+    def result(self) -> tuple[str, ...]:
+        self._keep(self.partial)
+        return tuple(self.lines)

@@ -1,0 +1,49 @@
+"""The layout's two boundaries (DESIGN.md §5): rl_core is a pure library; the web process has no torch."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FORBIDDEN_IN_RL_CORE = {"django", "celery", "channels", "webapp", "workers"}
+
+
+def imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_nothing_under_rl_core_imports_the_web_or_worker_layers():
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(imported_roots(path) & FORBIDDEN_IN_RL_CORE)
+        for path in (ROOT / "rl_core").rglob("*.py")
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}
+
+
+def test_the_web_process_does_not_import_torch():
+    """Load the ASGI app and every URL's view, as daphne would, and check torch never got imported."""
+    code = (
+        "import sys, django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'webapp.settings'; "
+        "from webapp.asgi import application; from django.urls import get_resolver; "
+        "get_resolver().url_patterns; import webapp.competitions.views; "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]
+
+
+def test_import_linter_finds_no_indirect_path_from_rl_core_to_the_web():
+    linter = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(linter)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rl_core is a pure library KEPT" in result.stdout

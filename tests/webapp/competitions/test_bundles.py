@@ -1,0 +1,119 @@
+"""Every validation rule of a competition bundle, each with a bundle that breaks it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from webapp.competitions.bundles import BundleError, BundleLimits, validate_bundle
+
+
+def rejection(root, limits=BundleLimits()) -> str:
+    with pytest.raises(BundleError) as caught:
+        validate_bundle(root, limits)
+    return str(caught.value)
+
+
+def test_a_valid_bundle_is_accepted_with_its_baseline_score(make_bundle):
+    bundle = validate_bundle(make_bundle())
+    assert bundle.spec.slug == "tiny-churn"
+    assert bundle.spec.target_columns == ("churned",)
+    assert bundle.baseline_score == pytest.approx(0.5)  # all-zero sample vs two ones in four
+    assert {f.name: f.rows for f in bundle.public_files}["train.csv"] == 6
+
+
+def test_it_rejects_bad_yaml(make_bundle):
+    message = rejection(make_bundle(files={"competition.yaml": "name: [unclosed\n"}))
+    assert message.startswith("competition.yaml: not valid YAML")
+
+
+def test_it_rejects_an_unknown_metric(make_bundle):
+    message = rejection(make_bundle(spec={"metric": "vibes"}))
+    assert "competition.yaml" in message and "vibes" in message
+
+
+def test_it_rejects_a_missing_field(make_bundle):
+    bundle = make_bundle(files={"competition.yaml": "name: x\nslug: x\nmetric: accuracy\ntarget_columns: [y]\n"})
+    assert "'id_column'" in rejection(bundle)
+
+
+def test_it_rejects_a_slug_that_is_not_a_slug(make_bundle):
+    assert "slug" in rejection(make_bundle(spec={"slug": "../etc"}))
+
+
+def test_it_rejects_a_negative_time_limit(make_bundle):
+    assert "'time_limit_s'" in rejection(make_bundle(spec={"time_limit_s": -5}))
+
+
+def test_it_rejects_a_missing_answers_file(make_bundle):
+    assert rejection(make_bundle(files={"private/answers.csv": None})).startswith("private/answers.csv")
+
+
+def test_it_rejects_an_empty_file(make_bundle):
+    assert rejection(make_bundle(files={"public/test.csv": ""})) == "public/test.csv: the file is empty."
+
+
+def test_it_rejects_a_csv_with_only_a_header(make_bundle):
+    assert "no rows" in rejection(make_bundle(files={"public/train.csv": "id,age,plan,churned\n"}))
+
+
+def test_it_rejects_a_csv_that_does_not_parse(make_bundle):
+    garbage = b'id,churned\n10,"0\n11,1\n' + bytes(range(200, 256))
+    assert rejection(make_bundle(files={"private/answers.csv": garbage})).startswith("private/answers.csv")
+
+
+def test_it_rejects_a_missing_id_column(make_bundle):
+    message = rejection(make_bundle(files={"public/test.csv": "key,age,plan\n10,41,basic\n"}))
+    assert message.startswith("public/test.csv: has no id column 'id'")
+
+
+def test_it_rejects_duplicate_ids(make_bundle):
+    message = rejection(make_bundle(files={"public/test.csv": "id,age,plan\n10,41,basic\n10,57,pro\n"}))
+    assert message.startswith("public/test.csv: ids are not unique")
+
+
+def test_it_rejects_answers_whose_ids_do_not_match_the_test_set(make_bundle):
+    answers = "id,churned\n10,0\n11,1\n12,0\n99,1\n"
+    message = rejection(make_bundle(files={"private/answers.csv": answers}))
+    assert message.startswith("private/answers.csv: lacks 1 ids of public/test.csv (e.g. 13)")
+
+
+def test_it_rejects_answers_with_extra_ids(make_bundle):
+    answers = "id,churned\n10,0\n11,1\n12,0\n13,1\n14,0\n"
+    assert "has 1 ids not in public/test.csv" in rejection(make_bundle(files={"private/answers.csv": answers}))
+
+
+def test_it_rejects_nan_answers(make_bundle):
+    answers = "id,churned\n10,0\n11,\n12,0\n13,1\n"
+    message = rejection(make_bundle(files={"private/answers.csv": answers}))
+    assert message == "private/answers.csv: 1 rows have missing targets (ids 11)."
+
+
+def test_it_rejects_a_test_set_that_leaks_the_target(make_bundle):
+    test = "id,age,plan,churned\n10,41,basic,0\n11,57,pro,1\n12,33,basic,0\n13,48,pro,1\n"
+    assert rejection(make_bundle(files={"public/test.csv": test})).startswith("public/test.csv: contains")
+
+
+def test_it_rejects_wrong_sample_submission_columns(make_bundle):
+    sample = "id,prediction\n10,0\n11,0\n12,0\n13,0\n"
+    message = rejection(make_bundle(files={"public/sample_submission.csv": sample}))
+    assert message == "public/sample_submission.csv: columns must be id, churned, not id, prediction."
+
+
+def test_it_rejects_a_symlink_inside_the_folder(make_bundle):
+    root = make_bundle()
+    os.symlink("/etc/passwd", root / "public" / "passwd.csv")
+    assert rejection(root) == "public/passwd.csv: symbolic links are not allowed in a bundle."
+
+
+def test_it_rejects_too_many_files(make_bundle):
+    root = make_bundle()
+    for i in range(5):
+        (root / "public" / f"extra-{i}.txt").write_text("x")
+    assert "11 files" in rejection(root, BundleLimits(max_files=10))
+
+
+def test_it_rejects_a_bundle_over_the_size_limit(make_bundle):
+    message = rejection(make_bundle(), BundleLimits(max_total_bytes=100))
+    assert message.startswith("The bundle is 383 B; at most 100 B is allowed.")

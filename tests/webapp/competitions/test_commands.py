@@ -1,0 +1,74 @@
+"""`import_competition` and `grade`: one JSON object on stdout, exit 2 with a one-line reason on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from webapp.competitions.models import Competition
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_json(*args) -> dict:
+    from io import StringIO
+
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_import_competition_prints_the_slug(make_bundle, owner):
+    assert run_json("import_competition", str(make_bundle()), "--owner", "alice", "--public") == {"slug": "tiny-churn"}
+    competition = Competition.objects.get()
+    assert competition.owner == owner and competition.is_public
+
+
+def test_import_competition_exits_2_naming_the_problem(make_bundle):
+    with pytest.raises(CommandError) as caught:
+        run_json("import_competition", str(make_bundle(spec={"metric": "vibes"})))
+    assert caught.value.returncode == 2 and "vibes" in str(caught.value)
+
+
+def test_import_competition_refuses_an_unknown_owner(make_bundle):
+    with pytest.raises(CommandError, match="--owner: no user called 'nobody'"):
+        run_json("import_competition", str(make_bundle()), "--owner", "nobody")
+
+
+def test_grade_scores_a_valid_submission(make_bundle, tmp_path):
+    run_json("import_competition", str(make_bundle()))
+    submission = tmp_path / "sub.csv"
+    submission.write_text("id,churned\n13,1\n12,0\n11,1\n10,1\n")  # shuffled rows, one wrong
+    assert run_json("grade", "tiny-churn", str(submission)) == {"valid": True, "score": 0.75, "error": None}
+
+
+def test_grade_reports_an_invalid_submission_with_exit_0(make_bundle, tmp_path):
+    run_json("import_competition", str(make_bundle()))
+    submission = tmp_path / "sub.csv"
+    submission.write_text("id,churned\n10,1\n")
+    result = run_json("grade", "tiny-churn", str(submission))
+    assert result["valid"] is False and result["score"] is None and result["error"]
+
+
+def test_grade_exits_2_for_a_missing_competition(tmp_path):
+    with pytest.raises(CommandError, match="no competition called 'nope'") as caught:
+        run_json("grade", "nope", str(tmp_path / "x.csv"))
+    assert caught.value.returncode == 2
+
+
+def test_the_real_command_line_prints_json_and_one_line_errors(tmp_path):
+    """Through a real process: stdout is JSON only, bad input exits 2 with one line on stderr."""
+    env = {"PATH": "/usr/bin:/bin", "PRACTICUM_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db"}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    missing = subprocess.run(
+        [sys.executable, "manage.py", "grade", "nope", "x.csv"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert missing.returncode == 2
+    assert missing.stdout == "" and missing.stderr.strip().count("\n") == 0

@@ -1,0 +1,97 @@
+"""Importing bundles: what is stored, where, and that a rejected bundle stores nothing."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from webapp.competitions import services, storage
+from webapp.competitions.bundles import BundleError
+from webapp.competitions.models import Competition
+
+pytestmark = pytest.mark.django_db
+
+
+def stored_files(data_dir):
+    return sorted(p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*") if p.is_file())
+
+
+def test_it_imports_a_folder_into_the_data_dir(make_bundle, owner, data_dir):
+    competition = services.competition_import(path=make_bundle(), owner=owner)
+    assert competition.owner == owner and not competition.is_public
+    assert competition.baseline_score == pytest.approx(0.5)
+    assert stored_files(data_dir / "competitions") == [
+        "tiny-churn/competition.yaml",
+        "tiny-churn/description.md",
+        "tiny-churn/private/answers.csv",
+        "tiny-churn/public/sample_submission.csv",
+        "tiny-churn/public/test.csv",
+        "tiny-churn/public/train.csv",
+    ]
+
+
+def test_it_imports_a_zip_with_a_wrapping_folder(make_bundle, make_zip, tmp_path, owner):
+    zip_path = make_zip(make_bundle(), tmp_path / "bundle.zip", prefix="tiny-churn/")
+    assert services.competition_import(path=zip_path, owner=owner).slug == "tiny-churn"
+
+
+def test_a_rejected_bundle_stores_neither_a_row_nor_a_file(make_bundle, owner, data_dir):
+    bundle = make_bundle(files={"private/answers.csv": "id,churned\n10,0\n"})
+    with pytest.raises(BundleError):
+        services.competition_import(path=bundle, owner=owner)
+    assert Competition.objects.count() == 0
+    assert stored_files(data_dir) == []
+
+
+def test_a_rejected_zip_stores_nothing(make_bundle, make_zip, tmp_path, owner, data_dir):
+    zip_path = make_zip(make_bundle(spec={"metric": "vibes"}), tmp_path / "bundle.zip")
+    with pytest.raises(BundleError):
+        services.competition_import(path=zip_path, owner=owner)
+    assert Competition.objects.count() == 0
+    assert stored_files(data_dir) == []
+
+
+def test_it_refuses_a_slug_that_is_taken(make_bundle, owner, stranger):
+    services.competition_import(path=make_bundle(), owner=owner)
+    with pytest.raises(BundleError, match="slug 'tiny-churn' is already taken"):
+        services.competition_import(path=make_bundle(), owner=stranger)
+    assert Competition.objects.get().owner == owner
+
+
+def test_the_answers_are_stored_outside_the_public_folder(make_bundle, owner):
+    services.competition_import(path=make_bundle(), owner=owner)
+    assert not list(storage.public_dir("tiny-churn").rglob("answers*"))
+    assert storage.answers_path("tiny-churn").is_file()
+
+
+def mlebench_folder(bundle, root, *, grader="accuracy", leaderboard=None):
+    """Rearrange a Practicum bundle into MLE-bench's layout."""
+    folder = root / "tiny-churn-mle"
+    (folder / "prepared").mkdir(parents=True)
+    (bundle / "public").rename(folder / "prepared" / "public")
+    (folder / "prepared" / "private").mkdir()
+    (bundle / "private" / "answers.csv").rename(folder / "prepared" / "private" / "test.csv")
+    (bundle / "description.md").rename(folder / "description.md")
+    config = {
+        "id": "tiny-churn-mle",
+        "name": "Tiny Churn (MLE-bench)",
+        "grader": {"name": grader, "grade_fn": "mlebench.competitions.x.grade:grade"},
+        "dataset": {"answers": "tiny-churn-mle/prepared/private/test.csv"},
+    }
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    if leaderboard:
+        (folder / "leaderboard.csv").write_text(leaderboard)
+    return folder
+
+
+def test_it_imports_an_mlebench_folder_with_its_leaderboard(make_bundle, tmp_path, owner):
+    board = "teamName,score,submissionDate\n" + "".join(f"t{i},{i / 200:.3f},2020\n" for i in range(200))
+    competition = services.competition_import(path=mlebench_folder(make_bundle(), tmp_path, leaderboard=board), owner=owner)
+    assert competition.source == Competition.Source.MLEBENCH
+    assert (competition.metric, competition.id_column, competition.target_columns) == ("accuracy", "id", ["churned"])
+    assert len(competition.leaderboard_scores) == 200
+
+
+def test_it_refuses_an_mlebench_grader_it_cannot_map(make_bundle, tmp_path, owner):
+    with pytest.raises(BundleError, match="grader 'bleu-4' has no Practicum metric"):
+        services.competition_import(path=mlebench_folder(make_bundle(), tmp_path, grader="bleu-4"), owner=owner)

@@ -1,0 +1,1 @@
+"""Competitions: bundles, their validation and storage, bundled datasets, grading entry points, pages."""

@@ -1,0 +1,297 @@
+"""Validate a competition bundle (a folder, DESIGN.md §7) before anything is stored.
+
+```
+competition.yaml   name, slug, metric, id_column, target_columns, time_limit_s, memory_mb
+description.md
+public/            train.csv, test.csv, sample_submission.csv, any other public files
+private/           answers.csv (hidden)
+leaderboard.csv    optional: a Kaggle leaderboard export with a `score` column
+```
+`validate_bundle` reads, never writes; every rejection is a `BundleError` whose message is one sentence
+naming the file and the problem. Plain Python and pandas: no models, no database.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from rl_core.grading import GradingSpec, grade_submission
+from rl_core.leaderboard import load_leaderboard_scores
+from rl_core.metrics import UnknownMetricError, get_metric
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+REQUIRED_PUBLIC = ("train.csv", "test.csv", "sample_submission.csv")
+DEFAULT_TIME_LIMIT_S = 600.0
+DEFAULT_MEMORY_MB = 4096
+
+
+class BundleError(ValueError):
+    """A bundle was rejected; the message names the file and what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class BundleLimits:
+    max_total_bytes: int = 512 * 1024 * 1024
+    max_files: int = 200
+    max_zip_ratio: float = 200.0  # uncompressed / compressed, per member and overall
+
+
+@dataclass(frozen=True)
+class BundleSpec:
+    name: str
+    slug: str
+    metric: str
+    id_column: str
+    target_columns: tuple[str, ...]
+    time_limit_s: float
+    memory_mb: int
+
+    @property
+    def grading(self) -> GradingSpec:
+        return GradingSpec(metric=self.metric, id_column=self.id_column, target_columns=self.target_columns)
+
+
+@dataclass(frozen=True)
+class PublicFile:
+    name: str
+    size_bytes: int
+    rows: int | None  # data rows for CSVs, None otherwise
+
+
+@dataclass(frozen=True)
+class ValidatedBundle:
+    root: Path
+    spec: BundleSpec
+    description: str
+    public_files: tuple[PublicFile, ...]
+    answers_path: Path
+    leaderboard_path: Path | None
+    leaderboard_scores: tuple[float, ...] | None
+    baseline_score: float  # the sample submission's score
+
+
+def validate_bundle(root: Path, limits: BundleLimits = BundleLimits()) -> ValidatedBundle:
+    """Check every rule of a bundle folder and return what the importer needs. Raises BundleError."""
+    check_tree(root, limits)
+    spec = parse_spec(root / "competition.yaml")
+    description = read_description(root / "description.md")
+    frames = {name: read_csv(root / "public" / name) for name in REQUIRED_PUBLIC}
+    answers = read_csv(root / "private" / "answers.csv")
+    check_ids(spec, frames["test.csv"], "public/test.csv")
+    check_ids(spec, frames["sample_submission.csv"], "public/sample_submission.csv")
+    check_ids(spec, answers, "private/answers.csv")
+    check_answers(spec, answers, frames["test.csv"])
+    check_sample_submission(spec, frames["sample_submission.csv"], frames["test.csv"])
+    baseline = baseline_score(spec, root)
+    leaderboard = root / "leaderboard.csv"
+    return ValidatedBundle(
+        root=root,
+        spec=spec,
+        description=description,
+        public_files=list_public_files(root / "public", frames),
+        answers_path=root / "private" / "answers.csv",
+        leaderboard_path=leaderboard if leaderboard.is_file() else None,
+        leaderboard_scores=read_leaderboard(leaderboard) if leaderboard.is_file() else None,
+        baseline_score=baseline,
+    )
+
+
+def check_tree(root: Path, limits: BundleLimits) -> None:
+    """No symlinks, required files present, size and file count within limits."""
+    if not root.is_dir():
+        raise BundleError(f"{root.name}: expected a folder or a .zip file.")
+    count, total = 0, 0
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            raise BundleError(f"{relative}: symbolic links are not allowed in a bundle.")
+        if path.is_file():
+            count += 1
+            total += path.stat().st_size
+    if count > limits.max_files:
+        raise BundleError(f"The bundle has {count} files; at most {limits.max_files} are allowed.")
+    if total > limits.max_total_bytes:
+        raise BundleError(
+            f"The bundle is {human_bytes(total)}; at most {human_bytes(limits.max_total_bytes)} is allowed."
+        )
+    for required in ("competition.yaml", "description.md", "private/answers.csv"):
+        if not (root / required).is_file():
+            raise BundleError(f"{required}: the bundle has no such file.")
+    for name in REQUIRED_PUBLIC:
+        if not (root / "public" / name).is_file():
+            raise BundleError(f"public/{name}: the bundle has no such file.")
+
+
+def parse_spec(path: Path) -> BundleSpec:
+    """competition.yaml → BundleSpec, naming the field that is missing or malformed."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise BundleError(f"competition.yaml: not valid YAML ({one_line(error)}).") from None
+    if not isinstance(raw, dict):
+        raise BundleError("competition.yaml: expected a mapping of fields (name, slug, metric, ...).")
+    metric = require_str(raw, "metric")
+    try:
+        get_metric(metric)
+    except UnknownMetricError as error:
+        raise BundleError(f"competition.yaml: {error}") from None
+    slug = require_str(raw, "slug")
+    if not SLUG_RE.match(slug) or len(slug) > 80:
+        raise BundleError(f"competition.yaml: slug {slug!r} must be lowercase letters, digits and dashes.")
+    return BundleSpec(
+        name=require_str(raw, "name"),
+        slug=slug,
+        metric=metric,
+        id_column=require_str(raw, "id_column"),
+        target_columns=require_columns(raw),
+        time_limit_s=require_positive(raw, "time_limit_s", DEFAULT_TIME_LIMIT_S),
+        memory_mb=int(require_positive(raw, "memory_mb", DEFAULT_MEMORY_MB)),
+    )
+
+
+def require_str(raw: dict[str, Any], field: str) -> str:
+    value = raw.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise BundleError(f"competition.yaml: field {field!r} must be a non-empty string.")
+    return value.strip()
+
+
+def require_columns(raw: dict[str, Any]) -> tuple[str, ...]:
+    value = raw.get("target_columns")
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise BundleError("competition.yaml: field 'target_columns' must be a non-empty list of column names.")
+    if len(set(value)) != len(value):
+        raise BundleError("competition.yaml: field 'target_columns' lists a column twice.")
+    return tuple(value)
+
+
+def require_positive(raw: dict[str, Any], field: str, default: float) -> float:
+    value = raw.get(field, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise BundleError(f"competition.yaml: field {field!r} must be a positive number, not {value!r}.")
+    return float(value)
+
+
+def read_description(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BundleError("description.md: not UTF-8 text.") from None
+    if not text.strip():
+        raise BundleError("description.md: the file is empty.")
+    return text
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """Parse a CSV with every column as text, so ids like "007" survive."""
+    label = f"{path.parent.name}/{path.name}"
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:
+        raise BundleError(f"{label}: the file is empty.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+        raise BundleError(f"{label}: not a readable CSV ({one_line(error)}).") from None
+    if frame.empty:
+        raise BundleError(f"{label}: the file has a header but no rows.")
+    return frame
+
+
+def check_ids(spec: BundleSpec, frame: pd.DataFrame, label: str) -> None:
+    if spec.id_column not in frame.columns:
+        raise BundleError(f"{label}: has no id column {spec.id_column!r} (columns: {', '.join(frame.columns)}).")
+    ids = frame[spec.id_column]
+    if ids.isna().any():
+        raise BundleError(f"{label}: the id column {spec.id_column!r} has empty values.")
+    duplicated = ids[ids.duplicated()].unique()
+    if len(duplicated):
+        raise BundleError(f"{label}: ids are not unique ({sample_of(duplicated)} appear more than once).")
+
+
+def check_answers(spec: BundleSpec, answers: pd.DataFrame, test: pd.DataFrame) -> None:
+    missing_columns = [c for c in spec.target_columns if c not in answers.columns]
+    if missing_columns:
+        raise BundleError(f"private/answers.csv: missing target columns {', '.join(missing_columns)}.")
+    check_same_ids(answers[spec.id_column], test[spec.id_column], "private/answers.csv", "public/test.csv")
+    empty = answers[list(spec.target_columns)].isna().any(axis=1)
+    if empty.any():
+        ids = sample_of(answers.loc[empty, spec.id_column])
+        raise BundleError(f"private/answers.csv: {int(empty.sum())} rows have missing targets (ids {ids}).")
+    leaked = [c for c in spec.target_columns if c in test.columns]
+    if leaked:
+        raise BundleError(f"public/test.csv: contains the target columns {', '.join(leaked)}.")
+
+
+def check_sample_submission(spec: BundleSpec, sample: pd.DataFrame, test: pd.DataFrame) -> None:
+    expected = [spec.id_column, *spec.target_columns]
+    if list(sample.columns) != expected:
+        raise BundleError(
+            f"public/sample_submission.csv: columns must be {', '.join(expected)}, "
+            f"not {', '.join(sample.columns)}."
+        )
+    check_same_ids(sample[spec.id_column], test[spec.id_column], "public/sample_submission.csv", "public/test.csv")
+
+
+def check_same_ids(ids: pd.Series, reference: pd.Series, label: str, reference_label: str) -> None:
+    extra = sorted(set(ids) - set(reference))
+    missing = sorted(set(reference) - set(ids))
+    if missing:
+        raise BundleError(f"{label}: lacks {len(missing)} ids of {reference_label} (e.g. {sample_of(missing)}).")
+    if extra:
+        raise BundleError(f"{label}: has {len(extra)} ids not in {reference_label} (e.g. {sample_of(extra)}).")
+
+
+def baseline_score(spec: BundleSpec, root: Path) -> float:
+    """The sample submission's score: the 'trivial baseline' of the normalized reward."""
+    sample, answers = root / "public" / "sample_submission.csv", root / "private" / "answers.csv"
+    grade = grade_submission(sample, answers, spec.grading)
+    if not grade.valid or grade.score is None:
+        raise BundleError(f"public/sample_submission.csv: cannot be graded ({grade.error}).")
+    return grade.score
+
+
+def read_leaderboard(path: Path) -> tuple[float, ...]:
+    try:
+        return load_leaderboard_scores(path)
+    except ValueError as error:
+        raise BundleError(f"leaderboard.csv: {one_line(error)}") from None
+
+
+def list_public_files(public: Path, frames: dict[str, pd.DataFrame]) -> tuple[PublicFile, ...]:
+    files = []
+    for path in sorted(p for p in public.rglob("*") if p.is_file()):
+        name = path.relative_to(public).as_posix()
+        rows = len(frames[name]) if name in frames else None
+        files.append(PublicFile(name=name, size_bytes=path.stat().st_size, rows=rows))
+    return tuple(files)
+
+
+def sample_of(values: Any, n: int = 3) -> str:
+    items = [str(v) for v in list(values)[:n]]
+    return ", ".join(items) + (", ..." if len(values) > n else "")
+
+
+def one_line(error: Exception) -> str:
+    return " ".join(str(error).split())[:200]
+
+
+def human_bytes(n: float) -> str:
+    """
+    >>> human_bytes(100), human_bytes(1536), human_bytes(5 * 1024**3)
+    ('100 B', '1.5 kB', '5.0 GB')
+    """
+    if n < 1024:
+        return f"{int(n)} B"
+    for unit in ("kB", "MB", "GB"):
+        n /= 1024
+        if n < 1024 or unit == "GB":
+            break
+    return f"{n:.1f} {unit}"

@@ -1,0 +1,1 @@
+"""Live dashboards: Channels consumers and the Plotly pages built on them."""

@@ -1,0 +1,3 @@
+"""Websocket routes (`/ws/runs/<id>/`)."""
+
+websocket_urlpatterns: list = []

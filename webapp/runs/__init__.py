@@ -1,0 +1,1 @@
+"""Runs, attempts and learner steps; services that persist them and publish live events."""

@@ -1,0 +1,138 @@
+"""Django settings. Every value comes from the environment; with none set, Practicum boots on
+embedded defaults: an SQLite file, an in-process broker and channel layer, and `var/` for data.
+
+| variable           | default                          | meaning                                         |
+|--------------------|----------------------------------|-------------------------------------------------|
+| DATABASE_URL       | sqlite:///<data dir>/practicum.db| postgresql://… (psycopg 3) or sqlite:///path    |
+| REDIS_URL          | unset = in-process               | Celery broker/results and the channel layer     |
+| PRACTICUM_DATA_DIR | <project>/var                    | competitions, attempt scratch dirs, checkpoints |
+| SECRET_KEY         | a development key (DEBUG only)   | Django's signing key                            |
+| DEBUG              | True                             | True or False                                   |
+| ALLOWED_HOSTS      | localhost,127.0.0.1,[::1]        | comma-separated                                 |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from webapp.env import env_bool, env_database, env_int, env_list, env_path, env_redis, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is False.")
+    SECRET_KEY = "practicum-development-key-not-for-production"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+DATA_DIR = env_path("PRACTICUM_DATA_DIR", BASE_DIR / "var")
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "webapp.competitions",
+    "webapp.runs",
+    "webapp.dashboards",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+WSGI_APPLICATION = "webapp.wsgi.application"
+ASGI_APPLICATION = "webapp.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env_database("DATABASE_URL", DATA_DIR / "practicum.db")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS = env_redis("REDIS_URL")
+if REDIS:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS.url]}}
+    }
+    CELERY_BROKER_URL = REDIS.url
+    CELERY_RESULT_BACKEND = REDIS.url
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = "cache+memory://"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "competitions:list"
+LOGOUT_REDIRECT_URL = "competitions:list"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+
+# Uploads: Django streams anything above this to a temp file; bundle limits are enforced separately.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+
+# Limits on an uploaded competition bundle (see webapp.competitions.bundles).
+PRACTICUM_BUNDLE_MAX_MB = env_int("PRACTICUM_BUNDLE_MAX_MB", 512, minimum=1)
+PRACTICUM_BUNDLE_MAX_FILES = env_int("PRACTICUM_BUNDLE_MAX_FILES", 200, minimum=1)
+PRACTICUM_ZIP_MAX_RATIO = env_int("PRACTICUM_ZIP_MAX_RATIO", 200, minimum=1)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Practicum API", "VERSION": "0.1.0"}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+}

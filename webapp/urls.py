@@ -1,0 +1,12 @@
+"""URL map: pages, the REST API, accounts and admin."""
+
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="competitions:list", permanent=False)),
+    path("accounts/", include("webapp.accounts_urls")),
+    path("competitions/", include("webapp.competitions.urls")),
+    path("admin/", admin.site.urls),
+]
