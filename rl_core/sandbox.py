@@ -69,6 +69,7 @@ a program that reads its own source to learn the marker nonce.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -171,9 +172,9 @@ class ExecutionResult:
 @functools.cache
 def isolation_level() -> Isolation:
     """``"bwrap"`` when a minimal bubblewrap sandbox starts on this machine, else ``"rlimits"`` (warned once)."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is not None:
-        probe = [bwrap, *_namespace_flags(), "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
+    if shutil.which("bwrap") is not None:
+        probe = [_tool("bwrap"), *_namespace_flags(), *_system_binds(), "--proc", "/proc", "--dev", "/dev"]
+        probe += ["--size", str(2**20), "--tmpfs", "/dev/shm", "--", _tool("true")]
         try:
             if subprocess.run(probe, capture_output=True, timeout=30, env={}).returncode == 0:
                 return "bwrap"
@@ -184,6 +185,15 @@ def isolation_level() -> Isolation:
         "temp dir only (no filesystem, network or PID isolation)."
     )
     return "rlimits"
+
+
+@functools.cache
+def _tool(name: str) -> str:
+    """The absolute path of a util-linux or bubblewrap executable."""
+    path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if path is None:
+        raise RuntimeError(f"The sandbox needs `{name}` (Debian packages util-linux, procps, bubblewrap).")
+    return path
 
 
 def _is_root() -> bool:
@@ -220,12 +230,12 @@ def _release_uid(uid: int | None) -> None:
 
 
 def _setpriv(uid: int) -> list[str]:
-    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    return [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
 
 
 def _kill_uid(uid: int) -> None:
     """SIGKILL every process running under `uid` (kill(-1) as that uid reaches exactly those)."""
-    subprocess.run([*_setpriv(uid), "kill", "-KILL", "-1"], capture_output=True, timeout=30, env={})
+    subprocess.run([*_setpriv(uid), _tool("kill"), "-KILL", "-1"], capture_output=True, timeout=30, env={})
 
 
 # ---------------------------------------------------------------------------------------------- layout
@@ -301,7 +311,7 @@ def _gpu_binds(allow_gpu: bool) -> list[str]:
 
 def _bwrap_command(request: ExecutionRequest, env: dict[str, str]) -> list[str]:
     work, shm_bytes = str(request.work_dir), max(request.memory_mb // SHM_FRACTION, 16) * 2**20
-    args = ["bwrap", *_namespace_flags(), "--hostname", "sandbox"]
+    args = [_tool("bwrap"), *_namespace_flags(), "--hostname", "sandbox"]
     if _is_root():
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     args += [*_system_binds(), *_python_binds(), "--proc", "/proc", "--dev", "/dev"]
@@ -314,14 +324,18 @@ def _bwrap_command(request: ExecutionRequest, env: dict[str, str]) -> list[str]:
     return args
 
 
+def _cpu_limit_s(request: ExecutionRequest) -> int:
+    """The CPU-seconds rlimit: a backstop behind the wall clock that lets every core stay busy."""
+    return math.ceil(request.timeout_s * (os.cpu_count() or 1)) + 1
+
+
 def _rlimit_command(request: ExecutionRequest) -> list[str]:
-    cpu_s = math.ceil(request.timeout_s * (os.cpu_count() or 1)) + 1
-    file_bytes = request.max_file_mb * 2**20
+    cpu_s = _cpu_limit_s(request)
     return [
-        "prlimit",
+        _tool("prlimit"),
         f"--as={request.memory_mb * 2**20}",
         f"--cpu={cpu_s}:{cpu_s + 5}",
-        f"--fsize={file_bytes}",
+        f"--fsize={request.max_file_mb * 2**20}",
         f"--nproc={request.max_processes}",
         "--nofile=1024",
         "--core=0",
@@ -412,3 +426,272 @@ class _MarkerLines:
     def result(self) -> tuple[str, ...]:
         self._keep(self.partial)
         return tuple(self.lines)
+
+
+# ---------------------------------------------------------------------------------------------- supervision
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """How the spawned process ended, as the supervisor saw it."""
+
+    exit_code: int | None  # os.waitstatus_to_exitcode: -N for signal N
+    cpu_s: float
+    duration_s: float
+    timed_out: bool
+    over_scratch: bool
+
+
+class _Supervisor:
+    """Runs one spawned process to its end: reads output, enforces the wall clock and the scratch cap."""
+
+    def __init__(self, request: ExecutionRequest, isolation: Isolation, uid: int | None) -> None:
+        self.request, self.isolation, self.uid = request, isolation, uid
+        self.stdout, self.stderr = _Tail(request.max_output_bytes), _Tail(request.max_output_bytes)
+        self.markers = _MarkerLines()
+        self.timed_out = self.over_scratch = self.killed = False
+        self.wait: tuple[int, float] | None = None  # (wait status, cpu seconds) once reaped
+        self.end = math.inf
+
+    def run(self, argv: list[str], env: dict[str, str]) -> _Ended:
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, cwd=self.request.work_dir, start_new_session=True,
+        )
+        try:
+            self._loop()
+        finally:
+            self._finish()
+        assert self.wait is not None
+        status, cpu_s = self.wait
+        return _Ended(
+            None if self.killed and not self._exited_by_itself(status) else os.waitstatus_to_exitcode(status),
+            cpu_s, min(self.end, self.start + self.request.timeout_s) - self.start,
+            self.timed_out, self.over_scratch,
+        )
+
+    def _exited_by_itself(self, status: int) -> bool:
+        return not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
+
+    def _loop(self) -> None:
+        selector = selectors.DefaultSelector()
+        for stream, sink in ((self.proc.stdout, self._on_stdout), (self.proc.stderr, self.stderr.feed)):
+            assert stream is not None
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream.fileno(), selectors.EVENT_READ, sink)
+        deadline, next_check, drain_until = self.start + self.request.timeout_s, self.start, math.inf
+        while True:
+            if self.wait is None and self._poll_exit():
+                drain_until = time.monotonic() + DRAIN_S
+            now = time.monotonic()
+            if self.wait is not None and (not selector.get_map() or now >= drain_until):
+                return
+            if self.wait is None and now >= deadline:
+                self.timed_out = True
+                self._kill()
+            if self.wait is None and now >= next_check:
+                self.over_scratch = self.over_scratch or _scratch_over(self.request)
+                if self.over_scratch:
+                    self._kill()
+                next_check = now + SCRATCH_CHECK_S
+            self._read(selector, max(0.0, min(deadline, next_check, drain_until, now + 0.05) - now))
+
+    def _read(self, selector: selectors.BaseSelector, timeout_s: float) -> None:
+        if not selector.get_map():
+            time.sleep(min(timeout_s, 0.005))
+            return
+        for key, _ in selector.select(timeout_s):
+            data = os.read(key.fd, 65536)
+            if data:
+                key.data(data)
+            else:
+                selector.unregister(key.fd)
+
+    def _on_stdout(self, data: bytes) -> None:
+        self.stdout.feed(data)
+        self.markers.feed(data)
+
+    def _poll_exit(self) -> bool:
+        """Reap the process if it has exited, after killing what it left (its zombie still holds the pgid)."""
+        if os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            return False
+        self.end = min(self.end, time.monotonic())
+        self._kill_leftovers()
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.wait = (status, usage.ru_utime + usage.ru_stime)
+        return True
+
+    def _kill(self) -> None:
+        if not self.killed:
+            self.killed = True
+            self.end = time.monotonic()
+            self._kill_leftovers()
+
+    def _kill_leftovers(self) -> None:
+        """SIGKILL the process group (under bwrap: the PID namespace's init, so all inside), and the uid."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.uid is not None and self.isolation == "rlimits":
+            _kill_uid(self.uid)
+
+    def _finish(self) -> None:
+        if self.wait is None:
+            self._kill()
+            while not self._poll_exit():
+                time.sleep(0.01)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _scratch_usage(work_dir: Path) -> tuple[int, int]:
+    """(bytes of disk blocks, number of entries) under work_dir, not following links, skipping ./input.
+
+    Stops counting at MAX_SCRATCH_ENTRIES + 1 entries.
+    """
+    total, entries, stack = 0, 0, [work_dir]
+    while stack and entries <= MAX_SCRATCH_ENTRIES:
+        folder = stack.pop()
+        try:
+            listing = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in listing:
+            if folder == work_dir and entry.name == "input":
+                continue
+            entries += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += info.st_blocks * 512
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(Path(entry.path))
+    return total, entries
+
+
+def _scratch_over(request: ExecutionRequest) -> bool:
+    total, entries = _scratch_usage(request.work_dir)
+    return total > request.max_file_mb * 2**20 or entries > MAX_SCRATCH_ENTRIES
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+def decide_status(
+    *, exit_code: int | None, timed_out: bool, over_scratch: bool, cpu_s: float, cpu_limit_s: float,
+    stderr: str, isolation: Isolation,
+) -> Status:
+    """The status, by the rules of the module docstring.
+
+    >>> decide_status(exit_code=1, timed_out=False, over_scratch=False, cpu_s=0.1, cpu_limit_s=9,
+    ...               stderr="Traceback ...\\nMemoryError\\n", isolation="bwrap")
+    'memory'
+    >>> decide_status(exit_code=139, timed_out=False, over_scratch=False, cpu_s=0.1, cpu_limit_s=9,
+    ...               stderr="", isolation="bwrap")
+    'killed'
+    """
+    signum = _signal_of(exit_code, isolation)
+    if timed_out or signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu_s >= cpu_limit_s - 0.5):
+        return "timeout"
+    if over_scratch:
+        return "killed"
+    if exit_code != 0 and _MEMORY_PATTERN.search(stderr[-4000:]):
+        return "memory"
+    if signum == signal.SIGKILL:
+        return "memory"
+    if signum is not None:
+        return "killed"
+    return "ok" if exit_code == 0 else "error"
+
+
+def _signal_of(exit_code: int | None, isolation: Isolation) -> int | None:
+    if exit_code is None:
+        return None
+    if exit_code < 0:
+        return -exit_code
+    if isolation == "bwrap" and 128 < exit_code <= 128 + 64:
+        return exit_code - 128
+    return None
+
+
+def _submission(work_dir: Path) -> Path | None:
+    """work_dir/submission/submission.csv when it is a regular file really inside work_dir."""
+    path = work_dir / SUBMISSION
+    try:
+        is_file = stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return None
+    inside = Path(os.path.realpath(path)) == Path(os.path.realpath(work_dir)) / SUBMISSION
+    return path if is_file and inside else None
+
+
+def _note(request: ExecutionRequest, ended: _Ended) -> str:
+    if ended.timed_out:
+        return f"\n[sandbox] killed at the {request.timeout_s:g} s wall-clock limit\n"
+    if ended.over_scratch:
+        return f"\n[sandbox] killed: the scratch dir exceeded {request.max_file_mb} MB or {MAX_SCRATCH_ENTRIES} entries\n"
+    return ""
+
+
+def execute(request: ExecutionRequest) -> ExecutionResult:
+    """Run `request.program` in the sandbox and report how it ended. Blocks until it has.
+
+    Raises ValueError for a reused work_dir; never for anything the program does.
+    """
+    isolation = isolation_level()
+    uid = _acquire_uid()
+    try:
+        _prepare_work_dir(request, uid, isolation)
+        argv, env = _command(request, isolation, uid)
+        supervisor = _Supervisor(request, isolation, uid)
+        ended = supervisor.run(argv, env)
+    finally:
+        _release_uid(uid)
+    if not ended.over_scratch and _scratch_over(request):
+        ended = _Ended(ended.exit_code, ended.cpu_s, ended.duration_s, ended.timed_out, True)
+    stderr = supervisor.stderr.text() + _note(request, ended)
+    status = decide_status(
+        exit_code=ended.exit_code, timed_out=ended.timed_out, over_scratch=ended.over_scratch,
+        cpu_s=ended.cpu_s, cpu_limit_s=_cpu_limit_s(request), stderr=stderr, isolation=isolation,
+    )
+    return ExecutionResult(
+        status=status,
+        exit_code=ended.exit_code,
+        duration_s=request.timeout_s if status == "timeout" else ended.duration_s,
+        stdout=supervisor.stdout.text(),
+        stderr=stderr,
+        submission_path=_submission(request.work_dir),
+        isolation=isolation,
+        marker_lines=supervisor.markers.result(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- retention
+
+
+def prune_scratch(root: Path, *, keep_days: float, max_total_mb: float) -> list[Path]:
+    """Delete attempt dirs (the direct subdirectories of `root`) older than `keep_days`, then the oldest
+    others until the rest take at most `max_total_mb`. Links are never followed. Returns what was removed.
+
+    Call this from a periodic task; attempts still running must not live under `root` with an old mtime.
+    """
+    if not root.is_dir():
+        return []
+    dirs = sorted((p for p in root.iterdir() if p.is_dir() and not p.is_symlink()), key=_mtime)
+    cutoff, removed = time.time() - keep_days * 86400, []
+    sizes = {p: _scratch_usage(p)[0] for p in dirs}
+    total = sum(sizes.values())
+    for path in dirs:
+        if _mtime(path) >= cutoff and total <= max_total_mb * 2**20:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        total -= sizes[path]
+        removed.append(path)
+    return removed
+
+
+def _mtime(path: Path) -> float:
+    return path.lstat().st_mtime

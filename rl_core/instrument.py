@@ -1,0 +1,1 @@
+MARKER_PREFIX = "@@practicum:"

@@ -1,0 +1,116 @@
+"""Runs, their attempts, and the learner's steps. Rows change only through webapp.runs.services."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        FINISHED = "finished"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class PolicyKind(models.TextChoices):
+        GRAMMAR = "grammar", "GrammarPolicy (program grammar, not a language model)"
+        LM = "lm", "LMPolicy (language model)"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="runs")
+    competitions = models.ManyToManyField("competitions.Competition", related_name="runs")
+    name = models.CharField(max_length=200, blank=True)
+    is_public = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    policy = models.CharField(max_length=16, choices=PolicyKind.choices, default=PolicyKind.GRAMMAR)
+    config = models.JSONField(default=dict, help_text="Every loop, learner, reward and policy setting.")
+    cloned_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    warm_start_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="warm_started_runs"
+    )
+    policy_version = models.PositiveIntegerField(default=0)
+    attempts_done = models.PositiveIntegerField(default=0)
+    best_score = models.FloatField(null=True, blank=True)
+    best_attempt = models.ForeignKey("Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    event_seq = models.PositiveBigIntegerField(default=0, help_text="Sequence number of the last live event.")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.policy})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class Attempt(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        OK = "ok"
+        ERROR = "error"
+        TIMEOUT = "timeout"
+        MEMORY = "memory"
+        KILLED = "killed"
+        PARSE_ERROR = "parse_error"
+        LOST = "lost"  # its executor died too often; excluded from learning
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
+    key = models.CharField(max_length=64, help_text="The loop's attempt id; makes redelivery idempotent.")
+    competition = models.ForeignKey("competitions.Competition", on_delete=models.CASCADE, related_name="attempts")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    prompt_kind = models.CharField(max_length=16, default="solve")
+    policy_version = models.PositiveIntegerField()
+    staleness = models.PositiveIntegerField(null=True, blank=True)
+    family = models.CharField(max_length=40, blank=True, help_text="Model family, when the policy names one.")
+    info = models.JSONField(default=dict, blank=True)
+    response = models.TextField(blank=True)
+    plan = models.TextField(blank=True)
+    program = models.TextField(blank=True)
+    instrumented_program = models.TextField(blank=True)
+    instrumentation = models.CharField(max_length=8, blank=True)
+    stdout_tail = models.TextField(blank=True)
+    stderr_tail = models.TextField(blank=True)
+    stages = models.JSONField(default=list, blank=True)
+    valid = models.BooleanField(default=False)
+    score = models.FloatField(null=True, blank=True)
+    grade_error = models.TextField(blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    isolation = models.CharField(max_length=16, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    tries = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    number = models.PositiveIntegerField(help_text="1-based order of dispatch within the run.")
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="attempt_key_unique_per_run")]
+        indexes = [models.Index(fields=["run", "finished_at"])]
+
+    def __str__(self) -> str:
+        return f"attempt {self.key} of run {self.run_id}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status != self.Status.RUNNING
+
+
+class LearnerStep(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="learner_steps")
+    version = models.PositiveIntegerField(help_text="Policy version after this update.")
+    attempts_done = models.PositiveIntegerField()
+    metrics = models.JSONField(help_text="Namespaced metrics: losses/policy, charts/reward_mean, ...")
+    wall_s = models.FloatField(help_text="Seconds since the run started.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "version"]
+        constraints = [models.UniqueConstraint(fields=["run", "version"], name="learner_step_unique_version")]

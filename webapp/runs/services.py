@@ -1,0 +1,144 @@
+"""Every write to runs, attempts and learner steps. Each service commits its change and publishes the
+live event for it (after commit), so browsers never see a row the database lacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from rl_core.metrics import get_metric
+from webapp.competitions.models import Competition
+from webapp.runs import events
+from webapp.runs.models import Attempt, LearnerStep, Run
+from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
+
+FINAL_STATUSES = (Run.Status.FINISHED, Run.Status.FAILED, Run.Status.CANCELLED)
+
+
+def run_create(
+    *,
+    owner,
+    competitions: list[Competition],
+    policy: str,
+    config: dict[str, Any],
+    name: str = "",
+    is_public: bool = False,
+    cloned_from: Run | None = None,
+    warm_start_from: Run | None = None,
+) -> Run:
+    if not competitions:
+        raise ValueError("A run needs at least one competition.")
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=owner,
+            name=name or f"{policy} on {', '.join(c.slug for c in competitions)}",
+            policy=policy,
+            config=config,
+            is_public=is_public,
+            cloned_from=cloned_from,
+            warm_start_from=warm_start_from,
+        )
+        run.competitions.set(competitions)
+        events.publish(run.id, "run", {"run": run_summary(run)})
+    return run
+
+
+def run_set_status(*, run_id: int, status: str, error: str = "") -> Run:
+    """Move a run to `status`; a run already finished, failed or cancelled stays as it is."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        if run.status in FINAL_STATUSES:
+            return run
+        run.status = status
+        now = timezone.now()
+        if status == Run.Status.RUNNING and run.started_at is None:
+            run.started_at = now
+        if status in FINAL_STATUSES:
+            run.finished_at = now
+        if error:
+            run.error = error
+        run.save(update_fields=["status", "started_at", "finished_at", "error"])
+        events.publish(run.id, "run", {"run": run_summary(run)})
+    return run
+
+
+def run_cancel(*, run_id: int) -> Run:
+    """Mark the run cancelled; its supervisor sees this and kills the attempts in flight."""
+    return run_set_status(run_id=run_id, status=Run.Status.CANCELLED)
+
+
+def attempt_start(
+    *, run_id: int, key: str, competition: Competition, sample_fields: dict[str, Any], policy_version: int
+) -> Attempt:
+    """Record a dispatched attempt. Idempotent by `key`: a re-dispatch after a restart counts a new try."""
+    with transaction.atomic():
+        attempt = Attempt.objects.select_for_update().filter(run_id=run_id, key=key).first()
+        if attempt is not None:
+            if not attempt.is_finished:
+                attempt.tries += 1
+                attempt.save(update_fields=["tries"])
+            return attempt
+        number = Attempt.objects.filter(run_id=run_id).count() + 1
+        attempt = Attempt.objects.create(
+            run_id=run_id,
+            key=key,
+            competition=competition,
+            policy_version=policy_version,
+            started_at=timezone.now(),
+            number=number,
+            tries=1,
+            **sample_fields,
+        )
+        events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt)})
+    return attempt
+
+
+def attempt_finish(*, run_id: int, key: str, result: dict[str, Any], staleness: int) -> Attempt:
+    """Store an attempt's outcome once; a duplicate delivery of the same result changes nothing."""
+    with transaction.atomic():
+        attempt = Attempt.objects.select_for_update().select_related("competition").get(run_id=run_id, key=key)
+        if attempt.is_finished:
+            return attempt
+        for field, value in result.items():
+            setattr(attempt, field, value)
+        attempt.staleness = staleness
+        attempt.finished_at = timezone.now()
+        attempt.save()
+        run = Run.objects.select_for_update().get(id=run_id)
+        run.attempts_done += 1
+        if attempt.valid and attempt.score is not None and improves(run, attempt):
+            run.best_score, run.best_attempt = attempt.score, attempt
+        run.save(update_fields=["attempts_done", "best_score", "best_attempt"])
+        events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt), "best_score": run.best_score})
+    return attempt
+
+
+def improves(run: Run, attempt: Attempt) -> bool:
+    if run.best_score is None:
+        return True
+    higher = get_metric(attempt.competition.metric).higher_is_better
+    return attempt.score > run.best_score if higher else attempt.score < run.best_score
+
+
+def attempt_mark_lost(*, run_id: int, key: str, reason: str) -> Attempt:
+    """An attempt whose executor died too often: recorded, shown, and excluded from learning."""
+    result = {"status": Attempt.Status.LOST, "stderr_tail": reason, "valid": False, "reward": None}
+    return attempt_finish(run_id=run_id, key=key, result=result, staleness=0)
+
+
+def learner_step_record(*, run_id: int, version: int, metrics: dict[str, float], wall_s: float) -> LearnerStep:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        step, created = LearnerStep.objects.get_or_create(
+            run=run,
+            version=version,
+            defaults={"metrics": metrics, "attempts_done": run.attempts_done, "wall_s": wall_s},
+        )
+        if created and version > run.policy_version:
+            run.policy_version = version
+            run.save(update_fields=["policy_version"])
+        if created:
+            events.publish(run_id, "metrics", {"step": learner_step_summary(step)})
+    return step
