@@ -252,7 +252,9 @@ class LocalExecutor:
         scratch_root: each attempt gets a fresh working directory `scratch_root / attempt_id`.
         reward: the RewardConfig passed to run_response (its default when None).
         instrument: insert the progress markers (partial credit) before running.
-    An exception raised by run_response itself (not by the program) is re-raised from `wait`.
+        runner: what runs one attempt, with run_response's signature; rl_core.environment.run_response
+            when None (imported only when the first attempt runs).
+    An exception raised by the runner itself (not by the program) is re-raised from `wait`.
     """
 
     def __init__(
@@ -263,12 +265,15 @@ class LocalExecutor:
         *,
         reward: Any = None,
         instrument: bool = True,
+        runner: Callable[..., Any] | None = None,
     ) -> None:
         self.tasks = dict(tasks)
         self.capacity = capacity
         self.scratch_root = Path(scratch_root)
-        self.reward = reward
-        self.instrument = instrument
+        self.options: dict[str, Any] = {"instrument": instrument} | (
+            {"reward": reward} if reward is not None else {}
+        )
+        self.runner = runner
         self._pool = ThreadPoolExecutor(max_workers=capacity, thread_name_prefix="attempt")
         self._done: queue.Queue[tuple[str, Any, BaseException | None]] = queue.Queue()
         self._futures: dict[str, Future[None]] = {}
@@ -286,17 +291,19 @@ class LocalExecutor:
             self._futures[job.attempt_id] = self._pool.submit(self._run, job, task, work_dir)
 
     def _run(self, job: Job, task: Any, work_dir: Path) -> None:
-        from rl_core.environment import run_response  # the sandbox is imported only when attempts run
-
-        kwargs = {"instrument": self.instrument} | (
-            {"reward": self.reward} if self.reward is not None else {}
-        )
         try:
-            outcome = run_response(job.sample.response, task, work_dir, **kwargs)
+            outcome = self._runner()(job.sample.response, task, work_dir, **self.options)
         except BaseException as exc:  # re-raised in the loop's thread by wait()
             self._done.put((job.attempt_id, None, exc))
             return
         self._done.put((job.attempt_id, outcome, None))
+
+    def _runner(self) -> Callable[..., Any]:
+        if self.runner is None:
+            from rl_core.environment import run_response  # the sandbox is imported only when attempts run
+
+            self.runner = run_response
+        return self.runner
 
     def wait(self, timeout_s: float | None) -> list[Finished]:
         with self._lock:

@@ -24,6 +24,7 @@ categories.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -226,7 +227,7 @@ def _log_scaled(value: float, top: float) -> float:
     return min(1.0, math.log1p(max(0.0, value)) / math.log1p(top))
 
 
-def feature_vector(features: dict[str, Any]) -> torch.Tensor:
+def feature_vector(features: Mapping[str, Any]) -> torch.Tensor:
     """A fixed-length encoding of `task_features(...)` output in [0, 1], laid out as `FEATURE_NAMES`.
 
     Returns:

@@ -119,7 +119,7 @@ def _medal_positions(n_teams: int) -> tuple[int, int, int]:
     if n_teams < 100:
         return top(0.1), top(0.2), top(0.4)
     if n_teams < 250:
-        return top(0.1), top(0.2), top(0.4)
+        return 10, top(0.2), top(0.4)
     gold = 10 + int(n_teams * 0.002)
     if n_teams < 1000:
         return gold, 50, 100

@@ -203,7 +203,7 @@ class _Run:
         self.clock0 = executor.now()
 
     def run_async(self) -> None:
-        self.launch(self.config.actors)
+        self.launch(self.config.actors - len(self.state.in_flight))  # after a resume, some are in flight
         while self.state.in_flight:
             for finished in self.wait():
                 self.receive(finished)

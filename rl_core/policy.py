@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import torch
+if TYPE_CHECKING:  # values here are plain; only annotations mention torch, so importing this stays light
+    import torch
 
 PromptKind = Literal["solve", "improve"]
 

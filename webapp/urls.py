@@ -8,5 +8,6 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="competitions:list", permanent=False)),
     path("accounts/", include("webapp.accounts_urls")),
     path("competitions/", include("webapp.competitions.urls")),
+    path("", include("webapp.dashboards.urls")),
     path("admin/", admin.site.urls),
 ]

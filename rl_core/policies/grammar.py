@@ -75,16 +75,25 @@ class GrammarPolicy(nn.Module):
         mutate_max_heads: the most heads an improve prompt re-draws (at least 1).
     """
 
+    policy_version: torch.Tensor  # a () long buffer, so the version travels in state_dict
+
     def __init__(self, *, mutate_max_heads: int = 2) -> None:
         super().__init__()
         if mutate_max_heads < 1:
             raise ValueError("mutate_max_heads must be at least 1.")
         self.mutate_max_heads = mutate_max_heads
-        self.heads = nn.ModuleDict({_key(h): nn.Linear(len(FEATURE_NAMES), len(h.options)) for h in HEADS})
-        for layer in self.heads.values():
+        layers = {_key(h): nn.Linear(len(FEATURE_NAMES), len(h.options)) for h in HEADS}
+        for layer in layers.values():
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
+        self.heads = nn.ModuleDict(layers)
         self.register_buffer("policy_version", torch.zeros((), dtype=torch.long))
+
+    def layer(self, head_name: str) -> nn.Linear:
+        """The linear map (F -> options) that gives `head_name`'s logits."""
+        layer = self.heads[_key(HEAD_BY_NAME[head_name])]
+        assert isinstance(layer, nn.Linear)
+        return layer
 
     @property
     def version(self) -> int:
@@ -102,7 +111,7 @@ class GrammarPolicy(nn.Module):
 
         `excluded`: (B,) option index to rule out per row (-1 for none); those get log-prob -inf.
         """
-        logits = self.heads[_key(head)](x)
+        logits = self.layer(head.name)(x)
         if excluded is not None:
             ruled_out = nn.functional.one_hot(excluded.clamp(min=0), len(head.options)).bool()
             logits = logits.masked_fill(ruled_out & (excluded >= 0).unsqueeze(1), float("-inf"))

@@ -12,6 +12,7 @@ The plan's wording lives in `grammar_plan`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,9 +45,7 @@ def literal(value: Any) -> str:
     >>> literal("sqrt"), literal(None), literal(0.1)
     ('"sqrt"', 'None', '0.1')
     """
-    return (
-        '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' if isinstance(value, str) else repr(value)
-    )
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
 
 
 def _list(values: list[Any]) -> str:

@@ -141,7 +141,9 @@ def test_feature_vector_tells_tasks_with_and_without_text_apart(tmp_path, frames
     train, test = frames
     train["y"] = np.arange(30) % 2
     with_text = _features(tmp_path, train, test, ("y",), "roc_auc")
-    without = _features(tmp_path, train.drop(columns="review"), test.drop(columns="review"), ("y",), "roc_auc")
+    without = _features(
+        tmp_path, train.drop(columns="review"), test.drop(columns="review"), ("y",), "roc_auc"
+    )
     assert not torch.equal(feature_vector(with_text), feature_vector(without))
 
 

@@ -136,8 +136,8 @@ def test_samples_carry_one_logprob_per_drawn_head_and_the_family(task):
 def test_sample_logprobs_equal_score_logprobs_under_the_same_parameters(task):
     policy = GrammarPolicy()
     with torch.no_grad():
-        for layer in policy.heads.values():
-            layer.weight.normal_(generator=_seeded(1))
+        for head in HEADS:
+            policy.layer(head.name).weight.normal_(generator=_seeded(1))
     solves = policy.sample(_solve(task, 6), generator=_seeded(2))
     improves = policy.sample([_improve(task, _code(s.response)) for s in solves], generator=_seeded(4))
     samples = solves + improves
@@ -164,7 +164,8 @@ def test_inactive_heads_get_no_gradient(tmp_path):
     samples = policy.sample(_solve(numeric_only, 8), generator=_seeded())
     policy.score(samples).logprobs.sum().backward()
     for name in ("encode", "text.analyzer", "text.max_features"):
-        assert policy.heads[name.replace(".", "__")].weight.grad.abs().sum() == 0
+        grad = policy.layer(name).weight.grad
+        assert grad is not None and grad.abs().sum() == 0
 
 
 def test_masked_heads_do_not_change_the_score(task):
@@ -176,7 +177,7 @@ def test_masked_heads_do_not_change_the_score(task):
     with torch.no_grad():
         for head in HEADS:
             if head.family == idle:
-                policy.heads[head.name.replace(".", "__")].bias.add_(3.0)
+                policy.layer(head.name).bias.add_(3.0)
     assert torch.equal(policy.score(samples).logprobs, before)
 
 
@@ -197,8 +198,8 @@ def test_a_uniform_policy_has_the_mean_log_option_count_as_entropy(task):
 def test_state_dict_round_trip_restores_scores_and_version(task):
     trained = GrammarPolicy()
     with torch.no_grad():
-        for layer in trained.heads.values():
-            layer.bias.normal_(generator=_seeded(5))
+        for head in HEADS:
+            trained.layer(head.name).bias.normal_(generator=_seeded(5))
     trained.version = 7
     samples = trained.sample(_solve(task, 4), generator=_seeded())
     restored = GrammarPolicy()
@@ -219,7 +220,11 @@ def test_an_improve_prompt_changes_a_few_choices_and_keeps_the_rest(task):
     mutated = improved.info["mutated"]
     assert 1 <= len(mutated) <= policy.mutate_max_heads
     assert all(improved.info["choices"][h] != previous.info["choices"][h] for h in mutated)
-    kept = [h for h in previous.info["choices"] if h not in improved.info["drawn"] and h in improved.info["choices"]]
+    kept = [
+        h
+        for h in previous.info["choices"]
+        if h not in improved.info["drawn"] and h in improved.info["choices"]
+    ]
     assert all(improved.info["choices"][h] == previous.info["choices"][h] for h in kept)
     assert kept
 
@@ -235,7 +240,7 @@ def test_the_simplest_program_is_median_imputation_one_hot_and_logistic_regressi
     code = _code(simplest_program(task))
     assert 'SimpleImputer(strategy="median")' in code
     assert "OneHotEncoder(" in code and "LogisticRegression(" in code
-    assert parse_choices(code)["family"] == "linear"
+    assert (parse_choices(code) or {}).get("family") == "linear"
 
 
 def test_the_simplest_regression_program_uses_ridge(tmp_path):
@@ -245,7 +250,7 @@ def test_the_simplest_regression_program_uses_ridge(tmp_path):
 def test_rendering_rejects_a_missing_choice(task):
     choices = _varied_choices("lightgbm", task.features)
     del choices["lightgbm.num_leaves"]
-    with pytest.raises(ValueError, match="lightgbm.num_leaves"):
+    with pytest.raises(ValueError, match=r"lightgbm\.num_leaves"):
         GrammarPolicy().render(choices, task)
 
 
@@ -279,9 +284,16 @@ def _run(root: Path, code: str) -> subprocess.CompletedProcess:
     )
 
 
+RUN_CASES = [
+    *((kind, family) for kind in ("binary", "multiclass", "regression") for family in FAMILIES),
+    # Several outputs: the wrapped regressors, a native one, and the multilabel wrapper (same for all).
+    *(("multi_target", family) for family in ("linear", "hist_gb", "lightgbm", "xgboost")),
+    *(("multilabel", family) for family in ("linear", "xgboost")),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", list(SPECS))
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(("kind", "family"), RUN_CASES)
 def test_every_family_program_runs_and_writes_a_valid_submission(tmp_path, kind, family):
     task = make_task(tmp_path, kind)
     result = _run(tmp_path, _code(GrammarPolicy().render(_varied_choices(family, task.features), task)))

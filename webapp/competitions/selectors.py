@@ -59,3 +59,4 @@ def competition_grading_spec(*, competition: Competition) -> GradingSpec:
     return GradingSpec(
         metric=competition.metric, id_column=competition.id_column, target_columns=tuple(competition.target_columns)
     )
+

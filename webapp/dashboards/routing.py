@@ -1,3 +1,7 @@
 """Websocket routes (`/ws/runs/<id>/`)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from webapp.dashboards.consumers import RunConsumer
+
+websocket_urlpatterns = [path("ws/runs/<int:run_id>/", RunConsumer.as_asgi())]

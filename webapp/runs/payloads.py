@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rl_core.metrics import get_metric
 from webapp.runs.models import Attempt, LearnerStep, Run
 
 
@@ -52,6 +53,7 @@ def learner_step_summary(step: LearnerStep) -> dict[str, Any]:
 
 
 def run_summary(run: Run) -> dict[str, Any]:
+    competitions = list(run.competitions.all())
     return {
         "id": run.id,
         "name": run.name,
@@ -59,7 +61,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         "policy": run.policy,
         "owner": run.owner.username if run.owner_id and run.owner else None,
         "is_public": run.is_public,
-        "competitions": [c.slug for c in run.competitions.all()],
+        "competitions": [c.slug for c in competitions],
+        "higher_is_better": get_metric(competitions[0].metric).higher_is_better if competitions else True,
         "config": run.config,
         "policy_version": run.policy_version,
         "attempts_done": run.attempts_done,

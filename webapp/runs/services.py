@@ -122,9 +122,10 @@ def improves(run: Run, attempt: Attempt) -> bool:
     return attempt.score > run.best_score if higher else attempt.score < run.best_score
 
 
-def attempt_mark_lost(*, run_id: int, key: str, reason: str) -> Attempt:
-    """An attempt whose executor died too often: recorded, shown, and excluded from learning."""
-    result = {"status": Attempt.Status.LOST, "stderr_tail": reason, "valid": False, "reward": None}
+def attempt_abandon(*, run_id: int, key: str, status: str, reason: str) -> Attempt:
+    """Close an attempt that produced no result: `lost` (its executor died too often; excluded from
+    learning) or `killed` (its run was cancelled)."""
+    result = {"status": status, "stderr_tail": reason, "valid": False, "reward": None}
     return attempt_finish(run_id=run_id, key=key, result=result, staleness=0)
 
 

@@ -1,0 +1,182 @@
+"""One attempt end to end: parse the response, instrument the program, run it in the sandbox, grade the
+submission against the hidden answers, and compute the reward (DESIGN.md §1, §4).
+
+The hidden answers never enter the sandbox: the program sees only ``task.public_dir`` (at ``./input``); the
+grader reads ``task.answers_path`` here, after the program has ended. A submission is graded only when the
+program exited with status ``ok``: a crash, timeout or memory kill is a failure even if it left a file.
+Δt (``duration_s``) is the program's wall-clock time, and the time limit itself for a timeout.
+
+Call `run_response` with a policy's raw response (the loop, the executors) or `run_program` with a program
+(``manage.py execute``). Both are pure apart from the files written under ``work_dir``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rl_core.grading import Grade, GradingSpec, grade_submission
+from rl_core.instrument import Instrumented, instrument, parse_stages, strip_markers
+from rl_core.metrics import get_metric
+from rl_core.responses import parse_response
+from rl_core.reward import RewardConfig, compute_reward
+from rl_core.sandbox import ExecutionRequest, ExecutionResult, execute, isolation_level
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """A competition as an attempt needs it.
+
+    Attributes:
+        slug: the competition's slug.
+        public_dir: the public files (train.csv, test.csv, ...), shown read-only at ``./input``.
+        answers_path: the hidden answers CSV; must not be inside `public_dir`.
+        grading: metric, id column and target columns.
+        time_limit_s: default wall-clock limit of an attempt, seconds.
+        memory_mb: default address-space limit of an attempt, MiB.
+        baseline_score: the trivial baseline's score (normalized reward), None if unknown.
+        leaderboard: leaderboard scores (percentile reward), None if there is none.
+    """
+
+    slug: str
+    public_dir: Path
+    answers_path: Path
+    grading: GradingSpec
+    time_limit_s: float
+    memory_mb: int
+    baseline_score: float | None
+    leaderboard: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one attempt did and earned.
+
+    Attributes:
+        status: ``ok | error | timeout | memory | killed`` (the sandbox's), or ``parse_error`` when the
+            response had no single Python block (nothing ran).
+        exit_code: the program's exit code (see rl_core.sandbox.ExecutionResult), None if none.
+        duration_s: Δt, the program's wall-clock seconds (the limit for a timeout; 0 when nothing ran).
+        stages: instrumentation stages reached, canonical order.
+        valid, score, grade_error: the grader's verdict (grade_error also says why nothing was graded).
+        reward: rl_core.reward.compute_reward of the above.
+        isolation: the sandbox's isolation level (for a parse error: the level it would have run under).
+        stdout_tail, stderr_tail: the ends of the program's output, genuine stage markers removed.
+        plan: the response's prose plan ("" for run_program).
+        program: the program as written; instrumented_program: as run.
+        instrumentation: ``"ast"``, ``"lm"``, or ``"none"`` when markers were not inserted.
+    """
+
+    status: str
+    exit_code: int | None
+    duration_s: float
+    stages: tuple[str, ...]
+    valid: bool
+    score: float | None
+    grade_error: str | None
+    reward: float
+    isolation: str
+    stdout_tail: str
+    stderr_tail: str
+    plan: str
+    program: str
+    instrumented_program: str
+    instrumentation: str
+
+    def to_report(self) -> dict[str, Any]:
+        """The JSON object ``manage.py execute`` prints (DESIGN.md §7)."""
+        return {
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "duration_s": self.duration_s,
+            "stages": list(self.stages),
+            "valid": self.valid,
+            "score": self.score,
+            "reward": self.reward,
+            "isolation": self.isolation,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+        }
+
+
+def _reward(task: TaskFiles, grade: Grade, stages: int, config: RewardConfig) -> float:
+    metric = get_metric(task.grading.metric)
+    return compute_reward(
+        valid=grade.valid, score=grade.score, stages_reached=stages, config=config,
+        higher_is_better=metric.higher_is_better, baseline_score=task.baseline_score,
+        perfect_score=metric.perfect, leaderboard=task.leaderboard,
+    )
+
+
+def _grade(result: ExecutionResult, task: TaskFiles) -> Grade:
+    if result.status != "ok":
+        return Grade(valid=False, score=None, error=f"The program did not finish (status {result.status}).")
+    if result.submission_path is None:
+        return Grade(valid=False, score=None, error="The program wrote no submission/submission.csv.")
+    return grade_submission(result.submission_path, task.answers_path, task.grading)
+
+
+def _instrumented(program: str, nonce: str, enabled: bool) -> Instrumented:
+    return instrument(program, nonce) if enabled else Instrumented(program, (), "none")
+
+
+def run_program(
+    program: str,
+    task: TaskFiles,
+    work_dir: Path,
+    *,
+    instrument: bool = True,
+    reward: RewardConfig = RewardConfig(),
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+    nonce: str | None = None,
+    plan: str = "",
+) -> AttemptOutcome:
+    """Instrument `program`, run it against `task`'s public files in `work_dir`, grade it and reward it.
+
+    Args:
+        work_dir: a fresh scratch dir under PRACTICUM_DATA_DIR (kept: program.py, submission/, output files).
+        timeout_s, memory_mb: override the task's limits.
+        nonce: the marker nonce (random when None; tests pass one).
+        plan: the response's prose plan, recorded on the outcome.
+    """
+    nonce = nonce or secrets.token_hex(8)
+    instrumented = _instrumented(program, nonce, instrument)
+    result = execute(ExecutionRequest(
+        program=instrumented.program, input_dir=task.public_dir, work_dir=work_dir,
+        timeout_s=timeout_s if timeout_s is not None else task.time_limit_s,
+        memory_mb=memory_mb if memory_mb is not None else task.memory_mb,
+    ))
+    stages = parse_stages("\n".join(result.marker_lines), nonce) if instrument else ()
+    grade = _grade(result, task)
+    return AttemptOutcome(
+        status=result.status, exit_code=result.exit_code, duration_s=result.duration_s, stages=stages,
+        valid=grade.valid, score=grade.score, grade_error=grade.error,
+        reward=_reward(task, grade, len(stages), reward), isolation=result.isolation,
+        stdout_tail=strip_markers(result.stdout, nonce) if instrument else result.stdout,
+        stderr_tail=result.stderr, plan=plan, program=program,
+        instrumented_program=instrumented.program, instrumentation=instrumented.method,
+    )
+
+
+def run_response(response: str, task: TaskFiles, work_dir: Path, **options: Any) -> AttemptOutcome:
+    """Like `run_program`, for a policy's raw response (a plan, then one fenced Python block).
+
+    A response without exactly one Python block runs nothing: status ``parse_error``, the failure reward.
+    """
+    parsed = parse_response(response)
+    if parsed.code is None:
+        return _parse_failure(parsed.plan, parsed.error or "unparseable response", task, options)
+    return run_program(parsed.code, task, work_dir, plan=parsed.plan, **options)
+
+
+def _parse_failure(plan: str, error: str, task: TaskFiles, options: dict[str, Any]) -> AttemptOutcome:
+    config = options.get("reward", RewardConfig())
+    return AttemptOutcome(
+        status="parse_error", exit_code=None, duration_s=0.0, stages=(), valid=False, score=None,
+        grade_error=error, reward=_reward(task, Grade(False, None, error), 0, config),
+        isolation=isolation_level(), stdout_tail="", stderr_tail="", plan=plan, program="",
+        instrumented_program="", instrumentation="none",
+    )

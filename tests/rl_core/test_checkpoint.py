@@ -1,0 +1,73 @@
+"""Checkpoint files: atomic writes, finding the newest, pruning, and plain-data samples."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rl_core.checkpoint import (
+    experience_from_dict,
+    experience_to_dict,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    sample_from_dict,
+    sample_to_dict,
+    save_checkpoint,
+)
+from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
+
+TASK = TaskInfo("comp", "a task", "rmse", False, "id", ("y",), 60.0, features={"rows": 100})
+
+
+@pytest.fixture
+def directory(tmp_path):
+    return tmp_path / "checkpoints"
+
+
+def improve_sample() -> Sample:
+    prompt = Prompt(task=TASK, kind="improve", previous=PreviousSolution("print(1)", "1\n", 0.25))
+    return Sample(
+        prompt, "Plan.\n```python\nprint(2)\n```\n", (-0.5, -1.25), 3, {"family": "knn", "k": [1, 2]}
+    )
+
+
+def test_the_newest_checkpoint_is_the_one_with_the_most_updates(directory):
+    save_checkpoint(directory, 9, {"x": 1})
+    save_checkpoint(directory, 10, {"x": 2})
+    assert latest_checkpoint(directory).name == "checkpoint-00000010.pt"
+    assert load_checkpoint(directory) == {"x": 2}
+
+
+def test_only_the_newest_checkpoints_are_kept(directory):
+    for update in range(1, 6):
+        save_checkpoint(directory, update, {"x": update}, keep=2)
+    assert [p.name for p in list_checkpoints(directory)] == [
+        "checkpoint-00000004.pt",
+        "checkpoint-00000005.pt",
+    ]
+
+
+def test_a_failed_write_leaves_the_previous_checkpoint_and_no_temporary_file(directory):
+    save_checkpoint(directory, 1, {"x": 1})
+    with pytest.raises(Exception):  # noqa: B017 - whatever pickling raises for a lambda
+        save_checkpoint(directory, 2, {"x": lambda: None})
+    assert [p.name for p in directory.iterdir()] == ["checkpoint-00000001.pt"]
+
+
+def test_there_is_no_checkpoint_in_a_missing_or_empty_directory(directory):
+    assert latest_checkpoint(directory) is None
+    directory.mkdir()
+    with pytest.raises(FileNotFoundError, match="No checkpoint"):
+        load_checkpoint(directory)
+
+
+def test_a_sample_survives_a_checkpoint_round_trip(directory):
+    save_checkpoint(directory, 1, {"sample": sample_to_dict(improve_sample()), "t": torch.ones(2)})
+    loaded = load_checkpoint(directory)  # weights_only: plain data and tensors only
+    assert sample_from_dict(loaded["sample"], {"comp": TASK}) == improve_sample()
+
+
+def test_an_experience_survives_the_plain_data_round_trip():
+    experience = Experience(improve_sample(), -9.7, 12.5, False)
+    assert experience_from_dict(experience_to_dict(experience), {"comp": TASK}) == experience

@@ -1,0 +1,269 @@
+"""The actor–learner loop on the simulated executor: timing, prompts, budgets, staleness and exact resume."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rl_core.checkpoint import latest_checkpoint, load_checkpoint
+from rl_core.executors import FamilySpec, SimulatedExecutor
+from rl_core.learner import Learner, LearnerConfig
+from rl_core.loop import LoopConfig, evaluate, run_loop
+from rl_core.policies.table import TablePolicy, family_of
+from rl_core.policy import TaskInfo
+
+TABLE = {
+    "fast": FamilySpec(median_s=1.0, sigma=0.3, score_mean=0.5, score_std=0.05),
+    "medium": FamilySpec(median_s=5.0, sigma=0.5, p_crash=0.2, score_mean=0.7, score_std=0.05),
+    "crash": FamilySpec(median_s=0.5, sigma=0.3, p_crash=1.0, crash_stages=(0, 1, 2)),
+    "straggler": FamilySpec(median_s=1000.0, sigma=0.0, score_mean=0.9),
+}
+
+
+def paper_reward(valid: bool, score: float | None, stages: int) -> float:
+    return (score if valid and score is not None else -10.0) + 0.1 * stages
+
+
+def make_task(slug: str = "comp", time_limit_s: float = 5000.0) -> TaskInfo:
+    return TaskInfo(slug, "a task", "accuracy", True, "id", ("y",), time_limit_s)
+
+
+class Recorder:
+    """An observer that remembers every event with the executor's time and its order."""
+
+    def __init__(self, executor: SimulatedExecutor) -> None:
+        self.executor = executor
+        self.events: list[tuple] = []
+
+    def on_attempt_started(self, attempt_id, sample, started_at):
+        self.events.append(("started", attempt_id, started_at, sample))
+
+    def on_attempt_finished(self, attempt_id, sample, outcome, finished_at, staleness):
+        self.events.append(("finished", attempt_id, finished_at, sample, outcome, staleness))
+
+    def on_update(self, version, metrics):
+        self.events.append(("update", version, self.executor.now(), metrics))
+
+    def of(self, kind: str) -> list[tuple]:
+        return [event for event in self.events if event[0] == kind]
+
+
+def setup(families, *, logits=None, capacity=8, seed=0, keep_bonus=0.0, executor_cls=SimulatedExecutor):
+    policy = TablePolicy(families, init_logits=logits, keep_bonus=keep_bonus)
+    learner = Learner(policy, LearnerConfig(lr=0.05, seed=seed))
+    executor = executor_cls({f: TABLE[f] for f in families}, capacity, seed, reward=paper_reward)
+    return policy, learner, executor
+
+
+def run(families, config: LoopConfig, *, logits=None, tasks=None, **kwargs):
+    policy, learner, executor = setup(families, logits=logits)
+    recorder = Recorder(executor)
+    summary = run_loop(
+        policy=policy,
+        learner=learner,
+        executor=executor,
+        tasks=tasks or [make_task()],
+        config=config,
+        observer=recorder,
+        **kwargs,
+    )
+    return summary, recorder, policy
+
+
+def test_the_loop_never_waits_for_a_straggler():
+    config = LoopConfig(attempts=300, actors=4, batch=8)
+    summary, recorder, _ = run(["fast", "straggler"], config, logits=[0.0, -1.0])
+    started = {e[1]: e[2] for e in recorder.of("started")}
+    stragglers = [e for e in recorder.of("finished") if e[3].info["family"] == "straggler"]
+    update_times = [e[2] for e in recorder.of("update")]
+    first = stragglers[0]
+    assert any(started[first[1]] < t < first[2] for t in update_times)
+    assert summary.attempts == 300  # no attempt is dropped for being slow
+
+
+def test_every_new_attempt_is_sampled_from_the_newest_policy():
+    config = LoopConfig(attempts=100, actors=4, batch=8)
+    _, recorder, _ = run(["fast", "medium"], config)
+    version, versions_seen = 0, set()
+    for event in recorder.events:
+        if event[0] == "update":
+            version = event[1]
+        elif event[0] == "started":
+            assert event[3].policy_version == version
+            versions_seen.add(version)
+    assert len(versions_seen) > 5
+
+
+def test_the_loop_keeps_k_attempts_in_flight_and_never_more():
+    config = LoopConfig(attempts=100, actors=4, batch=8)
+    _, recorder, _ = run(["fast", "medium"], config)
+    in_flight, counts = set(), []
+    for event in recorder.events:
+        if event[0] == "started":
+            in_flight.add(event[1])
+            counts.append(len(in_flight))
+        elif event[0] == "finished":
+            in_flight.discard(event[1])
+    assert counts[:4] == [1, 2, 3, 4]
+    assert set(counts[4:]) == {4}  # each finished attempt is replaced before anything else is waited for
+
+
+def test_sync_mode_waits_for_every_attempt_of_a_batch_before_updating():
+    config = LoopConfig(attempts=48, actors=4, batch=8, sync=True)
+    _, recorder, _ = run(["fast", "straggler"], config, logits=[0.0, -1.0])
+    finished_at = {e[1]: e[2] for e in recorder.of("finished")}
+    for update_time in (e[2] for e in recorder.of("update")):
+        launched_before = [e[1] for e in recorder.of("started") if e[2] < update_time]
+        assert all(finished_at[aid] <= update_time for aid in launched_before)
+    assert {e[5] for e in recorder.of("finished")} == {0}  # every sample is from the current version
+
+
+def test_sync_mode_samples_each_batch_from_one_policy_version():
+    config = LoopConfig(attempts=32, actors=4, batch=8, sync=True)
+    _, recorder, _ = run(["fast", "medium"], config)
+    versions = [e[3].policy_version for e in recorder.of("started")]
+    assert versions == [v for v in range(4) for _ in range(8)]
+
+
+def test_improve_prompts_appear_only_once_the_task_has_a_valid_solution():
+    config = LoopConfig(attempts=200, actors=4, batch=8, improve_prob=0.5)
+    _, recorder, _ = run(["crash", "fast"], config, logits=[3.0, 0.0])
+    order = [(e[0], e[1]) for e in recorder.events]
+    first_valid = next(i for i, e in enumerate(recorder.events) if e[0] == "finished" and e[4].valid)
+    improves = [
+        i for i, e in enumerate(recorder.events) if e[0] == "started" and e[3].prompt.kind == "improve"
+    ]
+    assert improves and min(improves) > first_valid
+    previous = {family_of(recorder.events[i][3].prompt.previous.code) for i in improves}
+    assert previous == {"fast"}  # only valid solutions are shown
+    assert len(order) == len(set(order))
+
+
+def test_improve_prob_zero_gives_only_solve_prompts():
+    config = LoopConfig(attempts=64, actors=4, batch=8, improve_prob=0.0)
+    _, recorder, _ = run(["fast", "medium"], config)
+    assert {e[3].prompt.kind for e in recorder.of("started")} == {"solve"}
+
+
+def test_staleness_is_recorded_for_attempts_that_outlive_updates():
+    config = LoopConfig(attempts=200, actors=8, batch=8)
+    summary, recorder, _ = run(["fast", "medium"], config)
+    staleness = [e[5] for e in recorder.of("finished")]
+    assert max(staleness) > 0
+    assert summary.staleness_max == max(staleness)
+    assert max(e[3]["charts/staleness_max"] for e in recorder.of("update")) > 0
+
+
+def test_the_attempt_budget_is_respected_exactly():
+    config = LoopConfig(attempts=37, actors=5, batch=8, seed=7)
+    summary, recorder, _ = run(["fast", "medium"], config)
+    assert [e[1] for e in recorder.of("started")] == [f"7-{n}" for n in range(37)]
+    assert (summary.attempts, summary.updates) == (37, 4)
+
+
+def test_prompts_cycle_over_the_tasks():
+    config = LoopConfig(attempts=12, actors=3, batch=4)
+    _, recorder, _ = run(["fast"], config, tasks=[make_task("a"), make_task("b"), make_task("c")])
+    assert [e[3].prompt.task.slug for e in recorder.of("started")] == list("abc") * 4
+
+
+def test_the_summary_reports_the_best_valid_score_and_utilisation():
+    config = LoopConfig(attempts=100, actors=8, batch=8)
+    summary, recorder, _ = run(["fast", "medium", "crash"], config)
+    valid = [e for e in recorder.of("finished") if e[4].valid]
+    best = max(valid, key=lambda e: e[4].score)
+    assert (summary.best_score, summary.best_attempt_id) == (best[4].score, best[1])
+    assert summary.valid_rate == len(valid) / 100
+    assert 0.5 < summary.utilization <= 1.0
+
+
+def resumable_config(sync: bool = False) -> LoopConfig:
+    return LoopConfig(attempts=160, actors=6, batch=8, checkpoint_every=3, seed=2, sync=sync)
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt:
+    """An observer that kills the run at one update, as a dying supervisor would."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+
+    def on_attempt_started(self, *args):
+        pass
+
+    def on_attempt_finished(self, *args):
+        pass
+
+    def on_update(self, version, metrics):
+        if version == self.version:
+            raise Crash
+
+
+def run_resumable(tmp_path, *, observer=None, resume=None, executor_cls=SimulatedExecutor, sync=False):
+    policy, learner, executor = setup(["fast", "medium", "crash"], seed=1, executor_cls=executor_cls)
+    summary = run_loop(
+        policy=policy,
+        learner=learner,
+        executor=executor,
+        tasks=[make_task()],
+        config=resumable_config(sync),
+        observer=observer,
+        checkpoints=tmp_path,
+        resume=resume,
+    )
+    return summary, policy, executor
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(tmp_path, sync):
+    straight, straight_policy, _ = run_resumable(tmp_path / "straight", sync=sync)
+    with pytest.raises(Crash):
+        run_resumable(tmp_path / "crashed", observer=CrashAt(version=8), sync=sync)
+    assert latest_checkpoint(tmp_path / "crashed").name == "checkpoint-00000006.pt"
+    resumed, resumed_policy, _ = run_resumable(tmp_path / "crashed", resume=tmp_path / "crashed", sync=sync)
+    assert torch.equal(resumed_policy.logits, straight_policy.logits)
+    assert resumed_policy.version == straight_policy.version
+    assert resumed == straight
+
+
+class RecordingSimulator(SimulatedExecutor):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.submitted: list[str] = []
+
+    def submit(self, job):
+        self.submitted.append(job.attempt_id)
+        super().submit(job)
+
+
+def test_resuming_redispatches_exactly_the_attempts_whose_results_never_arrived(tmp_path):
+    with pytest.raises(Crash):
+        run_resumable(tmp_path, observer=CrashAt(version=8))
+    saved = load_checkpoint(tmp_path)
+    lost = [row[0] for row in saved["loop"]["in_flight"]]
+    _, _, executor = run_resumable(tmp_path, resume=tmp_path, executor_cls=RecordingSimulator)
+    assert lost and executor.submitted[: len(lost)] == lost
+    fresh = [int(aid.split("-")[1]) for aid in executor.submitted[len(lost) :]]
+    assert fresh == list(range(saved["loop"]["submitted"], 160))
+
+
+def test_evaluation_keeps_the_improved_solution_when_it_scores_higher():
+    policy = TablePolicy(["fast", "medium"], init_logits=[20.0, 0.0], keep_bonus=-100.0)  # improve switches
+    executor = SimulatedExecutor(
+        {"fast": TABLE["fast"], "medium": FamilySpec(2.0, score_mean=0.7)}, 1, 0, reward=paper_reward
+    )
+    result = evaluate(policy, executor, make_task())
+    assert result.solve.score < result.improve.score
+    assert result.best is result.improve
+    assert family_of(result.best_response) == "medium"
+
+
+def test_evaluation_does_not_improve_an_invalid_solution():
+    policy = TablePolicy(["crash", "fast"], init_logits=[20.0, 0.0])
+    executor = SimulatedExecutor({f: TABLE[f] for f in ("crash", "fast")}, 1, 0, reward=paper_reward)
+    result = evaluate(policy, executor, make_task())
+    assert result.improve is None
+    assert result.best is result.solve

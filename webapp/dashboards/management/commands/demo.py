@@ -1,0 +1,75 @@
+"""`manage.py demo [--port 8000] [--policy grammar|lm] [--competition SLUG] [--attempts N] [--no-run]`
+
+Seeds the bundled competitions, creates the demo user (printing its credentials), starts a run on a
+bundled competition in a background thread of this process, and serves the dashboard with daphne.
+With no environment this is all embedded (SQLite, in-process channel layer); with DATABASE_URL and
+REDIS_URL set it uses PostgreSQL and Redis.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from webapp.competitions.models import Competition
+from webapp.runs import services
+from webapp.runs.config import RunConfig
+
+DEMO_USER, DEMO_PASSWORD = "demo", "practicum-demo"
+
+
+class Command(BaseCommand):
+    help = "Seed, start a live run and serve the dashboard."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--policy", choices=["grammar", "lm"], default="grammar")
+        parser.add_argument("--competition", default="penguins-species")
+        parser.add_argument("--attempts", type=int, default=200)
+        parser.add_argument("--no-run", action="store_true", help="only seed and serve")
+
+    def handle(self, *args, host, port, policy, competition, attempts, no_run, **options):
+        call_command("seed_competitions", stdout=sys.stderr)
+        user = demo_user()
+        say(f"Demo user: {DEMO_USER} / {DEMO_PASSWORD}")
+        if not no_run:
+            run = start_demo_run(user=user, slug=competition, policy=policy, attempts=attempts)
+            say(f"Run {run.id} ({policy}) on {competition}: http://{host}:{port}/runs/{run.id}/")
+        say(f"Dashboard: http://{host}:{port}/   (Ctrl-C stops)")
+        serve(host, port)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def demo_user():
+    users = get_user_model()
+    user = users.objects.filter(username=DEMO_USER).first()
+    if user is None:
+        user = users.objects.create_user(DEMO_USER, password=DEMO_PASSWORD)
+    return user
+
+
+def start_demo_run(*, user, slug: str, policy: str, attempts: int):
+    from webapp.runs.supervisor import run_supervise  # the supervisor brings torch: only here
+
+    competition = Competition.objects.get(slug=slug)
+    lr = RunConfig.lr if policy == "grammar" else 1e-5
+    config = RunConfig(policy=policy, attempts=attempts, actors=2, batch=8, lr=lr)
+    run = services.run_create(
+        owner=user, competitions=[competition], policy=policy, config=config.to_dict(), is_public=True
+    )
+    threading.Thread(target=run_supervise, kwargs={"run_id": run.id}, name="demo-run", daemon=True).start()
+    return run
+
+
+def serve(host: str, port: int) -> None:
+    from daphne.cli import CommandLineInterface
+
+    CommandLineInterface().run(["-b", host, "-p", str(port), "webapp.asgi:application"])

@@ -1,0 +1,186 @@
+"""The run supervisor: builds a run's policy, learner and executor from its row, drives rl_core's
+actor–learner loop, and persists every attempt and update through the services.
+
+Runs in the foreground (`manage.py train`, the demo's thread) or as a Celery task on the `gpu` queue.
+Imports torch through rl_core, so the web process never imports this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from rl_core.executors import Executor, LocalExecutor
+from rl_core.learner import Learner, LearnerConfig
+from rl_core.loop import LoopConfig, LoopSummary, run_loop
+from rl_core.policy import Policy, Sample
+from rl_core.reward import RewardConfig
+from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
+from webapp.competitions.models import Competition
+from webapp.runs import services
+from webapp.runs.config import RunConfig
+from webapp.runs.models import Run
+
+log = logging.getLogger(__name__)
+
+
+class RunCancelled(Exception):
+    """Raised inside the loop when the run was cancelled from the UI or API."""
+
+
+def run_dir(run_id: int) -> Path:
+    return Path(settings.DATA_DIR) / "runs" / str(run_id)
+
+
+def build_policy(config: RunConfig, cache_dir: Path) -> Policy:
+    if config.policy == "grammar":
+        from rl_core.policies.grammar import GrammarPolicy
+
+        return GrammarPolicy()
+    from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+
+    return LMPolicy(LMPolicyConfig(model=config.model, cache_dir=cache_dir, seed=config.seed))
+
+
+def learner_config(config: RunConfig) -> LearnerConfig:
+    return LearnerConfig(
+        objective=config.objective,
+        lr=config.lr,
+        entropy_coef=config.entropy_coef,
+        duration_aware=config.duration_aware,
+        advantage=config.advantage,
+        seed=config.seed,
+    )
+
+
+def loop_config(config: RunConfig) -> LoopConfig:
+    return LoopConfig(
+        attempts=config.attempts,
+        actors=config.actors,
+        batch=config.batch,
+        sync=config.sync,
+        improve_prob=config.improve_prob,
+        checkpoint_every=config.checkpoint_every,
+        seed=config.seed,
+    )
+
+
+def local_executor(config: RunConfig, competitions: list[Competition], scratch: Path) -> Executor:
+    tasks = {c.slug: competition_task_files(competition=c) for c in competitions}
+    reward = RewardConfig(preset=config.reward_preset)
+    return LocalExecutor(tasks, capacity=config.actors, scratch_root=scratch, reward=reward, instrument=config.instrument)
+
+
+class PersistingObserver:
+    """Persists and publishes each loop event; stops the loop once the run is cancelled."""
+
+    def __init__(self, run: Run, competitions: dict[str, Competition]) -> None:
+        self.run_id = run.id
+        self.competitions = competitions
+        self.t0 = time.monotonic()
+        self.in_flight: set[str] = set()
+
+    def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None:
+        self.raise_if_cancelled()
+        services.attempt_start(
+            run_id=self.run_id,
+            key=attempt_id,
+            competition=self.competitions[sample.prompt.task.slug],
+            policy_version=sample.policy_version,
+            sample_fields=sample_fields(sample),
+        )
+        self.in_flight.add(attempt_id)
+
+    def on_attempt_finished(
+        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
+    ) -> None:
+        self.in_flight.discard(attempt_id)
+        services.attempt_finish(run_id=self.run_id, key=attempt_id, result=outcome_fields(outcome), staleness=staleness)
+        self.raise_if_cancelled()
+
+    def on_update(self, version: int, metrics: dict[str, float]) -> None:
+        wall_s = time.monotonic() - self.t0
+        services.learner_step_record(run_id=self.run_id, version=version, metrics=metrics, wall_s=wall_s)
+
+    def raise_if_cancelled(self) -> None:
+        if Run.objects.filter(id=self.run_id, status=Run.Status.CANCELLED).exists():
+            raise RunCancelled()
+
+
+def sample_fields(sample: Sample) -> dict[str, Any]:
+    info = {k: v for k, v in sample.info.items() if isinstance(v, str | int | float | bool | dict | list)}
+    return {
+        "prompt_kind": sample.prompt.kind,
+        "family": str(sample.info.get("family", ""))[:40],
+        "info": info,
+        "response": sample.response,
+    }
+
+
+def outcome_fields(outcome: Any) -> dict[str, Any]:
+    """The Attempt fields of an rl_core.environment.AttemptOutcome."""
+    return {
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "duration_s": outcome.duration_s,
+        "stages": list(outcome.stages),
+        "valid": outcome.valid,
+        "score": outcome.score,
+        "grade_error": outcome.grade_error or "",
+        "reward": outcome.reward,
+        "isolation": outcome.isolation,
+        "stdout_tail": outcome.stdout_tail,
+        "stderr_tail": outcome.stderr_tail,
+        "plan": outcome.plan,
+        "program": outcome.program,
+        "instrumented_program": outcome.instrumented_program,
+        "instrumentation": outcome.instrumentation,
+    }
+
+
+def run_supervise(
+    *, run_id: int, executor: Executor | None = None, observer_wrapper: Any = None
+) -> LoopSummary | None:
+    """Run (or resume) a run to its end. Returns the loop's summary, or None if it was cancelled.
+
+    `observer_wrapper(observer) -> observer` decorates the persisting observer (a progress bar, say)."""
+    run = Run.objects.get(id=run_id)
+    config = RunConfig.from_dict(run.config)
+    competitions = list(run.competitions.order_by("slug"))
+    root = run_dir(run_id)
+    checkpoints = root / "checkpoints"
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    observer = PersistingObserver(run, {c.slug: c for c in competitions})
+    outer = observer_wrapper(observer) if observer_wrapper else observer
+    executor = executor or local_executor(config, competitions, root / "attempts")
+    services.run_set_status(run_id=run_id, status=Run.Status.RUNNING)
+    try:
+        policy = build_policy(config, Path(settings.DATA_DIR) / "models")
+        summary = run_loop(
+            policy=policy,
+            learner=Learner(policy, learner_config(config)),
+            executor=executor,
+            tasks=[competition_task_info(competition=c) for c in competitions],
+            config=loop_config(config),
+            observer=outer,
+            checkpoints=checkpoints,
+            resume=checkpoints if any(checkpoints.iterdir()) else None,
+        )
+    except RunCancelled:
+        for key in list(observer.in_flight):
+            executor.cancel(key)
+            services.attempt_abandon(run_id=run_id, key=key, status="killed", reason="The run was cancelled.")
+        return None
+    except Exception as error:
+        log.exception("run %s failed", run_id)
+        services.run_set_status(run_id=run_id, status=Run.Status.FAILED, error=f"{type(error).__name__}: {error}")
+        raise
+    finally:
+        executor.close()
+        getattr(outer, "close", lambda: None)()
+    services.run_set_status(run_id=run_id, status=Run.Status.FINISHED)
+    return summary
