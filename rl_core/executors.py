@@ -25,17 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rl_core.instrument import STAGES
 from rl_core.policy import Sample
-
-# The instrumentation stages of DESIGN.md §1, in the order a program reaches them.
-STAGES = (
-    "imports_done",
-    "data_loaded",
-    "model_defined",
-    "model_trained",
-    "predictions_made",
-    "submission_written",
-)
 
 RewardFn = Callable[[bool, float | None, int], float]
 """(valid, score or None, number of stages reached) -> reward."""

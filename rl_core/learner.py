@@ -31,7 +31,6 @@ import torch
 from rl_core.policy import Experience, Policy, Sample, Scored
 
 AdvantageMode = Literal["running_mean", "group_mean", "batch_normalized"]
-_MIN_DURATION_S = 1e-3  # a measured 0 s (clock resolution) must not zero the batch mean
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,9 @@ class LearnerConfig:
     baseline_rate: float = 0.1
     """EMA rate α of the running mean: after each batch b ← b + α (mean reward of that key in the batch - b).
     A key seen for the first time starts at its batch mean."""
+    min_duration_s: float = 1e-3
+    """Floor on Δt in the weights: a response that ran nothing (a parse failure) has Δt = 0, and a batch
+    of such must not divide by a zero mean. Such samples get almost no weight, as the paper's formula says."""
     seed: int = 0
     """Seeds the minibatch shuffling."""
 
@@ -224,7 +226,7 @@ class Learner:
 
     def weights(self, batch: Sequence[Experience]) -> torch.Tensor:
         """(B,) duration weights Δt_k / mean(Δt), or ones when `duration_aware` is off."""
-        durations = torch.tensor([max(e.duration_s, _MIN_DURATION_S) for e in batch], dtype=torch.float)
+        durations = torch.tensor([max(e.duration_s, self.config.min_duration_s) for e in batch])
         return duration_weights(durations) if self.config.duration_aware else torch.ones_like(durations)
 
     def update(self, batch: Sequence[Experience], *, current_version: int) -> dict[str, float]:

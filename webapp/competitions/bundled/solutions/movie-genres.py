@@ -35,7 +35,7 @@ test_features = preprocess.transform(test)
 
 submission = test[["id"]].copy()
 for genre in genres:
-    model = LogisticRegression(C=1.0, max_iter=1000)
+    model = LogisticRegression(C=1.0, max_iter=300, tol=1e-3)
     model.fit(features, train[genre])
     submission[genre] = model.predict_proba(test_features)[:, 1]
 submission.to_csv("submission/submission.csv", index=False)

@@ -65,3 +65,22 @@ def make_bundle(tmp_path):
 @pytest.fixture
 def make_zip():
     return zip_folder
+
+
+@pytest.fixture
+def competition(make_bundle, owner):
+    """The tiny churn competition, imported and owned by `owner`, private."""
+    from webapp.competitions import services
+
+    return services.competition_import(path=make_bundle(), owner=owner)
+
+
+@pytest.fixture
+def run(competition, owner):
+    """A queued grammar run of `owner` on `competition`, private."""
+    from webapp.runs import services
+    from webapp.runs.config import RunConfig
+
+    return services.run_create(
+        owner=owner, competitions=[competition], policy="grammar", config=RunConfig(attempts=4).to_dict()
+    )

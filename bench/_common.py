@@ -1,0 +1,115 @@
+"""Shared helpers for the benchmarks in bench/: arguments, a plain-text table, machine facts, JSON results.
+
+Every benchmark is run as `python bench/NAME.py [--quick] [--json PATH]`; it prints what it measured, on
+what, as a table, and writes {"benchmark", "machine", "config", "targets", "results"} as JSON.
+Importing this module puts the repository root on sys.path, so the benchmarks run without an install.
+This file itself is not a benchmark: run directly, it does nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def bench_arguments(description: str) -> argparse.Namespace:
+    """Parse the standard `--quick` and `--json PATH` options."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="a short pass (a few minutes on 2 cores)")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here as JSON")
+    return parser.parse_args()
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch": _version("torch"),
+    }
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def target(measured: float, op: str, threshold: float) -> dict[str, Any]:
+    """A target and whether it is met, e.g. target(0.83, ">=", 0.8).
+
+    >>> target(0.83, ">=", 0.8)["met"]
+    True
+    """
+    checks = {">=": measured >= threshold, "<=": measured <= threshold, ">": measured > threshold}
+    return {"op": op, "threshold": threshold, "measured": measured, "met": bool(checks[op])}
+
+
+def format_value(value: Any) -> str:
+    """Numbers to 4 significant digits, None as "-".
+
+    >>> format_value(0.123456), format_value(None), format_value(12345.6)
+    ('0.1235', '-', '1.235e+04')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(value)
+    return "nan" if math.isnan(value) else f"{value:.4g}"
+
+
+def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, title: str | None = None) -> None:
+    """Print `rows` as an aligned plain-text table with the given columns."""
+    cells = [[format_value(row.get(column)) for column in columns] for row in rows]
+    widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
+    if title:
+        print(f"\n{title}")
+    print("  ".join(column.ljust(width) for column, width in zip(columns, widths, strict=True)))
+    print("  ".join("-" * width for width in widths))
+    for line in cells:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+
+
+def write_json(
+    path: Path | None,
+    *,
+    benchmark: str,
+    machine: Mapping[str, Any],
+    config: Mapping[str, Any],
+    targets: Mapping[str, Any],
+    results: Mapping[str, Any],
+) -> None:
+    """Write the benchmark's results as JSON (nothing when `path` is None)."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "benchmark": benchmark,
+        "written_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": dict(machine),
+        "config": dict(config),
+        "targets": dict(targets),
+        "results": dict(results),
+    }
+    path.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    print("bench/_common.py holds the benchmarks' shared helpers; there is nothing to run.")

@@ -1,0 +1,243 @@
+"""rl_core.sandbox: what a program can do in the sandbox, what the result reports, and scratch retention.
+
+The hostile programs are in test_sandbox_hostile.py; the rlimits fallback in test_sandbox_fallback.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rl_core import sandbox
+from rl_core.sandbox import ExecutionRequest, ExecutionResult, decide_status, execute, prune_scratch
+
+
+class Sandbox:
+    """Runs programs against a tiny public dir, each in a fresh work dir under the test's data dir."""
+
+    def __init__(self, public_dir: Path, scratch: Path) -> None:
+        self.public_dir, self.scratch, self.count = public_dir, scratch, itertools.count()
+        self.work_dir = scratch
+
+    def run(self, program: str, **limits) -> ExecutionResult:
+        self.work_dir = self.scratch / f"attempt-{next(self.count)}"
+        limits = {"timeout_s": 60.0, "memory_mb": 2048} | limits
+        request = ExecutionRequest(textwrap.dedent(program), self.public_dir, self.work_dir, **limits)
+        return execute(request)
+
+
+@pytest.fixture
+def box(tmp_path, data_dir) -> Sandbox:
+    public = tmp_path / "competition" / "public"
+    public.mkdir(parents=True)
+    (public / "train.csv").write_text("id,x,y\n1,0.5,a\n2,1.5,b\n")
+    return Sandbox(public, data_dir / "attempts")
+
+
+def test_it_runs_a_program_and_reports_ok_with_its_output(box):
+    result = box.run("print('hello'); import sys; print('oops', file=sys.stderr)")
+    assert (result.status, result.exit_code, result.stdout, result.stderr) == ("ok", 0, "hello\n", "oops\n")
+
+
+def test_it_records_the_isolation_level_on_the_result(box):
+    assert box.run("pass").isolation == sandbox.isolation_level()
+
+
+def test_it_uses_bubblewrap_where_bubblewrap_works():
+    if not os.path.exists("/usr/bin/bwrap"):
+        pytest.skip("bubblewrap is not installed here")
+    assert sandbox.isolation_level() == "bwrap"
+
+
+def test_it_reports_a_non_zero_exit_as_an_error_with_its_code(box):
+    result = box.run("import sys; sys.exit(3)")
+    assert (result.status, result.exit_code) == ("error", 3)
+
+
+def test_it_reports_an_uncaught_exception_as_an_error_with_the_traceback(box):
+    result = box.run("raise ValueError('bad column')")
+    assert result.status == "error"
+    assert "ValueError: bad column" in result.stderr
+
+
+def test_program_reads_the_public_files_at_input(box):
+    assert box.run("print(open('input/train.csv').read(), end='')").stdout == "id,x,y\n1,0.5,a\n2,1.5,b\n"
+
+
+def test_program_cannot_modify_the_public_files(box):
+    result = box.run("open('input/train.csv', 'w').write('x')")
+    assert result.status == "error"
+    assert (box.public_dir / "train.csv").read_text().startswith("id,x,y")
+
+
+def test_it_reports_the_submission_the_program_wrote(box):
+    result = box.run("open('submission/submission.csv', 'w').write('id,y\\n1,a\\n')")
+    assert result.submission_path == box.work_dir / "submission" / "submission.csv"
+    assert result.submission_path.read_text() == "id,y\n1,a\n"
+
+
+def test_it_reports_no_submission_when_none_was_written(box):
+    assert box.run("pass").submission_path is None
+
+
+def test_it_keeps_the_program_in_the_work_dir(box):
+    box.run("print(1)")
+    assert (box.work_dir / "program.py").read_text() == "print(1)\n"
+
+
+def test_it_refuses_a_work_dir_that_already_holds_a_submission(box, data_dir):
+    work = data_dir / "reused"
+    (work / "submission").mkdir(parents=True)
+    (work / "submission" / "submission.csv").write_text("old")
+    with pytest.raises(ValueError, match="fresh work_dir"):
+        execute(ExecutionRequest("pass", box.public_dir, work, timeout_s=5, memory_mb=512))
+
+
+def test_program_can_write_temporary_files_and_they_stay_in_the_scratch_dir(box):
+    result = box.run("import tempfile; f = tempfile.NamedTemporaryFile(delete=False); f.write(b'x'); print(f.name)")
+    assert result.status == "ok"
+    assert list((box.work_dir / "tmp").iterdir())
+
+
+def test_it_keeps_only_the_tail_of_a_long_output(box):
+    result = box.run("for i in range(100000): print(i)", max_output_bytes=1000)
+    assert result.stdout.endswith("99999\n")
+    assert len(result.stdout) < 1100
+    assert "earlier bytes not kept" in result.stdout
+
+
+def test_it_keeps_marker_lines_that_the_output_cap_pushed_out_of_the_tail(box):
+    result = box.run("print('@@practicum:ab12:data_loaded')\nfor i in range(100000): print(i)", max_output_bytes=1000)
+    assert "data_loaded" not in result.stdout
+    assert result.marker_lines == ("@@practicum:ab12:data_loaded",)
+
+
+def test_it_finds_a_marker_written_after_text_without_a_newline(box):
+    result = box.run("print('x' * 10000, end=''); print('@@practicum:ab12:model_trained')")
+    assert result.marker_lines == ("x" * (512 - len("@@practicum:ab12:model_trained")) + "@@practicum:ab12:model_trained",)
+
+
+def test_it_times_out_and_reports_the_limit_as_the_duration(box):
+    started = time.monotonic()
+    result = box.run("while True: pass", timeout_s=1.0)
+    assert (result.status, result.exit_code, result.duration_s) == ("timeout", None, 1.0)
+    assert time.monotonic() - started < 10
+    assert "wall-clock limit" in result.stderr
+
+
+def test_it_measures_the_duration_of_a_program(box):
+    result = box.run("import time; time.sleep(0.5)")
+    assert 0.5 <= result.duration_s < 5
+
+
+def test_program_sees_an_empty_environment_apart_from_what_python_needs(box):
+    result = box.run("import os; print(sorted(os.environ))")
+    names = set(eval(result.stdout))
+    assert {"PATH", "HOME", "LANG", "PYTHONHASHSEED", "OMP_NUM_THREADS"} <= names
+    assert names <= set(sandbox._program_env(ExecutionRequest("", Path(), Path(), 1, 1), "bwrap")) | {"PWD"}
+
+
+@pytest.mark.slow
+def test_program_imports_the_ml_stack(box):
+    result = box.run(
+        """
+        import numpy, pandas, sklearn.ensemble, lightgbm, xgboost, scipy.stats, torch
+        print(torch.tensor([1.0, 2.0]).sum().item(), lightgbm.__version__ > '', xgboost.__version__ > '')
+        """,
+        timeout_s=240, memory_mb=4096,
+    )
+    assert (result.status, result.stdout) == ("ok", "3.0 True True\n"), result.stderr
+
+
+def test_it_warns_once_and_falls_back_to_rlimits_when_bwrap_is_missing(monkeypatch, caplog):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, path=None: None)
+    sandbox.isolation_level.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="rl_core.sandbox"):
+            levels = {sandbox.isolation_level(), sandbox.isolation_level()}
+    finally:
+        sandbox.isolation_level.cache_clear()
+    assert levels == {"rlimits"}
+    assert len([r for r in caplog.records if "bubblewrap is not usable" in r.message]) == 1
+
+
+# ------------------------------------------------------------------------------------- status rules
+
+
+def status(exit_code, stderr="", *, timed_out=False, over_scratch=False, cpu_s=0.0, isolation="bwrap"):
+    return decide_status(
+        exit_code=exit_code, timed_out=timed_out, over_scratch=over_scratch, cpu_s=cpu_s, cpu_limit_s=10,
+        stderr=stderr, isolation=isolation,
+    )
+
+
+def test_a_memory_error_in_stderr_means_memory():
+    assert status(1, "Traceback...\nMemoryError\n") == "memory"
+
+
+def test_a_sigkill_the_sandbox_did_not_send_means_memory():
+    assert status(128 + 9) == "memory"
+
+
+def test_a_sigkill_at_the_cpu_limit_means_timeout():
+    assert status(128 + 9, cpu_s=9.8) == "timeout"
+
+
+def test_a_sigxcpu_means_timeout():
+    assert status(-24, isolation="rlimits") == "timeout"
+
+
+def test_a_segfault_means_killed():
+    assert status(-11, isolation="rlimits") == "killed"
+
+
+def test_exceeding_the_scratch_cap_means_killed():
+    assert status(None, over_scratch=True) == "killed"
+
+
+def test_an_exit_code_above_128_is_a_plain_error_outside_bwrap():
+    assert status(137, isolation="rlimits") == "error"
+
+
+def test_a_clean_exit_with_memory_words_in_stderr_is_ok():
+    assert status(0, "warning: MemoryError avoided\n") == "ok"
+
+
+# ------------------------------------------------------------------------------------- retention
+
+
+def make_attempt(root: Path, name: str, size_mb: int, age_days: float) -> Path:
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "out.bin").write_bytes(b"x" * (size_mb * 2**20))
+    stamp = time.time() - age_days * 86400
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_prune_scratch_removes_attempt_dirs_older_than_the_retention(tmp_path):
+    old, new = make_attempt(tmp_path, "old", 1, 10), make_attempt(tmp_path, "new", 1, 0)
+    assert prune_scratch(tmp_path, keep_days=7, max_total_mb=100) == [old]
+    assert new.exists() and not old.exists()
+
+
+def test_prune_scratch_removes_the_oldest_dirs_until_under_the_size_cap(tmp_path):
+    a, b = make_attempt(tmp_path, "a", 2, 3), make_attempt(tmp_path, "b", 2, 2)
+    c = make_attempt(tmp_path, "c", 2, 1)
+    assert prune_scratch(tmp_path, keep_days=7, max_total_mb=4.5) == [a]
+    assert b.exists() and c.exists()
+
+
+def test_prune_scratch_does_not_follow_links_out_of_the_root(tmp_path):
+    outside = make_attempt(tmp_path / "elsewhere", "keep", 1, 10)
+    root = tmp_path / "root"
+    attempt = make_attempt(root, "old", 1, 10)
+    (attempt / "link").symlink_to(outside)
+    prune_scratch(root, keep_days=1, max_total_mb=100)
+    assert not attempt.exists() and (outside / "out.bin").exists()
