@@ -79,7 +79,7 @@ def _kind(features: Mapping[str, Any]) -> str:
         "binary": "a binary classification task",
         "multiclass": f"a multiclass classification task ({features['n_classes']} classes)",
         "regression": "a regression task",
-        "multi_target_regression": f"a regression task with {n_targets} targets",
+        "multi_target_regression": f"a regression task ({n_targets} targets)",
         "multilabel": f"a multi-label classification task ({n_targets} labels)",
     }[task_type]
 
