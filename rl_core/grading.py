@@ -132,9 +132,9 @@ def _texts(column: pd.Series) -> pd.Series:
 def _canonical_ids(ids: pd.Series) -> pd.Series:
     """(N,) id texts with an integer written as a float ("3.0", "3.") reduced to the integer ("3")."""
     dotted = ids.str.contains(".", regex=False)
-    if not dotted.any():
-        return ids
-    return ids.where(~dotted, ids.str.replace(r"^([+-]?\d+)\.0*$", r"\1", regex=True))
+    canonical = ids.copy()
+    canonical[dotted] = ids[dotted].str.replace(r"^([+-]?\d+)\.0*$", r"\1", regex=True)
+    return canonical
 
 
 def _few(items: list[str]) -> str:

@@ -203,7 +203,7 @@ def log_loss(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     if y_true.shape[1] == 1:
         y_true = np.hstack([1.0 - y_true, y_true])
         y_pred = np.hstack([1.0 - y_pred, y_pred])
-    clipped = np.clip(y_pred.astype(float), 1e-7, 1.0 - 1e-7)
+    clipped = np.clip(y_pred.astype(float), LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS)
     probabilities = clipped / clipped.sum(axis=1, keepdims=True)
     return float(-np.mean(np.sum(y_true * np.log(probabilities), axis=1)))
 

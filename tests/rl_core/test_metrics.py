@@ -79,6 +79,20 @@ REFERENCES = {
 }
 
 
+PREDICTION_KINDS = {
+    "label": ["accuracy", "balanced_accuracy", "f1", "f1_macro", "quadratic_weighted_kappa"],
+    "probability": ["roc_auc", "roc_auc_ovr", "mean_columnwise_roc_auc", "log_loss"],
+    "value": ["rmse", "rmsle", "mean_columnwise_rmsle", "mae", "r2", "pearson", "spearman"],
+}
+
+
+@pytest.mark.parametrize(
+    "kind, name", [(kind, name) for kind, names in PREDICTION_KINDS.items() for name in names]
+)
+def test_it_declares_what_a_submission_holds_for_each_metric(kind, name):
+    assert get_metric(name).prediction == kind
+
+
 def test_it_registers_exactly_the_documented_metrics():
     assert metric_names() == sorted(REFERENCES)
     assert all(METRICS[name].name == name for name in METRICS)

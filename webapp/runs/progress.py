@@ -33,8 +33,8 @@ class ProgressObserver:
             higher = sample.prompt.task.higher_is_better
             if self.best is None or (outcome.score > self.best if higher else outcome.score < self.best):
                 self.best = outcome.score
-        self.bar.update(1)
         self.refresh()
+        self.bar.update(1)
         self.inner.on_attempt_finished(attempt_id, sample, outcome, finished_at, staleness)
 
     def on_update(self, version: int, metrics: dict[str, float]) -> None:
