@@ -82,10 +82,10 @@
       x: items.map((a) => a.duration_s), y: items.map((a) => a.reward), mode: "markers", name, marker: { size: 6 },
     })), { ...layout("Δt against reward", "Δt (s, log)", "reward"), xaxis: { type: "log", title: { text: "Δt (s)" } } }, config);
     const keys = ["losses/policy", "charts/entropy", "losses/kl", "charts/duration_weight_max"];
-    Plotly.react("chart-learner", keys.map((k) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[k]), mode: "lines", name: k })),
+    Plotly.react("chart-learner", keys.map((k) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[k]), mode: "lines+markers", name: k })),
       layout("Learner", "policy version", ""), config);
     Plotly.react("chart-staleness", ["charts/staleness_mean", "charts/staleness_max"].map((k) => ({
-      x: steps.map((s) => s.version), y: steps.map((s) => s[k]), mode: "lines", name: k })), layout("Staleness", "policy version", "versions"), config);
+      x: steps.map((s) => s.version), y: steps.map((s) => s[k]), mode: "lines+markers", name: k })), layout("Staleness", "policy version", "versions"), config);
     window.practicum.charts += 1;
     drawStats(done);
     drawTable(all);

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--policy", choices=["grammar", "lm"], default="grammar")
-        parser.add_argument("--competition", default="penguins-species")
+        parser.add_argument("--competition", default="diabetes-progression")
         parser.add_argument("--attempts", type=int, default=200)
         parser.add_argument("--no-run", action="store_true", help="only seed and serve")
 
