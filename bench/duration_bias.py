@@ -48,22 +48,15 @@ FAMILIES: dict[str, FamilySpec] = {
     "crash_import": FamilySpec(median_s=0.3, sigma=0.3, p_crash=1.0, crash_stages=(0,)),
     "crash_load": FamilySpec(median_s=0.6, sigma=0.3, p_crash=1.0, crash_stages=(1,)),
     "crash_fit": FamilySpec(median_s=1.0, sigma=0.3, p_crash=1.0, crash_stages=(3,)),
-    "logreg": FamilySpec(
-        median_s=0.8, sigma=0.3, p_crash=0.05, score_mean=0.60, score_std=0.02, crash_stages=(3,)
-    ),
-    "knn": FamilySpec(
-        median_s=1.5, sigma=0.3, p_crash=0.05, score_mean=0.62, score_std=0.02, crash_stages=(3,)
-    ),
-    "tree": FamilySpec(
-        median_s=2.0, sigma=0.3, p_crash=0.05, score_mean=0.64, score_std=0.02, crash_stages=(3,)
-    ),
-    "random_forest": FamilySpec(
-        median_s=30.0, sigma=0.5, p_crash=0.1, score_mean=0.75, score_std=0.02, crash_stages=(3, 4)
-    ),
-    "gbm_tuned": FamilySpec(
-        median_s=300.0, sigma=0.5, p_crash=0.1, score_mean=0.90, score_std=0.02, crash_stages=(3, 4)
-    ),
+    "logreg": FamilySpec(median_s=0.8, sigma=0.3, score_mean=0.60, score_std=0.02),
+    "knn": FamilySpec(median_s=1.5, sigma=0.3, score_mean=0.62, score_std=0.02),
+    "tree": FamilySpec(median_s=2.0, sigma=0.3, score_mean=0.65, score_std=0.02),
+    "random_forest": FamilySpec(median_s=30.0, sigma=0.5, score_mean=0.75, score_std=0.02),
+    "gbm_tuned": FamilySpec(median_s=300.0, sigma=0.4, score_mean=0.90, score_std=0.02),
 }
+"""The slow strong family must be the best in expectation, or an unbiased learner should not pick it: with a
+-10 failure, a few percent of crashes or timeouts outweigh any score gap, so the valid families never crash
+and only the slow family's tail reaches the limit (the table printed shows each family's mean reward)."""
 SLOW_STRONG = "gbm_tuned"
 ARMS: dict[str, dict[str, Any]] = {
     "naive": {"duration_aware": False, "advantage": "running_mean"},
@@ -80,7 +73,7 @@ class Condition:
     """The simulated world: what may make slow results scarce or late."""
 
     name: str
-    time_limit_s: float = 600.0  # an attempt over it is killed (Δt = limit, failure)
+    time_limit_s: float = 900.0  # an attempt over it is killed (Δt = limit, failure)
     keep_bonus: float = 2.0  # improve prompts favour the earlier solution's family (improve-chains)
     improve_prob: float = 0.5
     actors: int = 8

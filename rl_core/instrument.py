@@ -594,7 +594,7 @@ def instrument(program: str, nonce: str) -> Instrumented:
         return Instrumented(program, (), "ast")
     try:
         candidate: str | None = _render_text(program, tree, anchors, nonce)
-    except _CannotRender:
+    except (_CannotRender, IndexError, UnicodeDecodeError):  # positions that do not fit the text
         candidate = None
     stages = _checked(candidate, original_dump, prelude=True) if candidate is not None else None
     if stages is None:

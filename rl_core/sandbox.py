@@ -109,6 +109,12 @@ SHM_FRACTION = 4
 DRAIN_S = 1.0
 """After the program exits, how long to keep reading output that descendants may still write."""
 _MEMORY_PATTERN = re.compile(r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|[Oo]ut of memory")
+_FALLBACK_MAIN = (
+    "__file__ = 'program.py'; __import__('sys').argv[:] = [__file__]; "
+    "exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))"
+)
+"""How the fallback starts program.py: Python would open it by its absolute path, whose parent dirs the
+program's uid may not be allowed to traverse; a relative open from the working directory needs no such right."""
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
 
 
@@ -375,7 +381,7 @@ def _command(request: ExecutionRequest, isolation: Isolation, uid: int | None) -
         program = f"{SANDBOX_ROOT}/{PROGRAM_NAME}"
         return [*_rlimit_command(request), *_bwrap_command(request, env), "--", *switch_user,
                 sys.executable, program], {}
-    return [*_rlimit_command(request), *switch_user, sys.executable, PROGRAM_NAME], env
+    return [*_rlimit_command(request), *switch_user, sys.executable, "-c", _FALLBACK_MAIN], env
 
 
 # ---------------------------------------------------------------------------------------------- capture

@@ -13,5 +13,7 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
     task_default_queue="sandbox",
+    # The supervisor (policy + learner) runs on GPU nodes; attempts run on sandbox nodes.
+    task_routes={"practicum.supervise_run": {"queue": "gpu"}},
 )
 app.autodiscover_tasks(["workers"])

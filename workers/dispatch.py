@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 
 
 def enqueue_run(run_id: int) -> None:
@@ -19,5 +19,15 @@ def start_supervisor(run_id: int) -> None:
     if settings.REDIS:
         supervise_run.apply_async(args=[run_id], queue="gpu")
         return
-    thread = threading.Thread(target=supervise_run.run, args=[run_id], name=f"run-{run_id}", daemon=True)
+    thread = threading.Thread(target=supervise_in_thread, args=[run_id], name=f"run-{run_id}", daemon=True)
     thread.start()
+
+
+def supervise_in_thread(run_id: int) -> None:
+    """The supervise task's body in a thread of its own, closing that thread's database connections after."""
+    from workers.tasks import supervise_run
+
+    try:
+        supervise_run.run(run_id)
+    finally:
+        connections.close_all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, queue="gpu", name="practicum.supervise_run")
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="practicum.supervise_run")
 def supervise_run(self, run_id: int) -> None:
     """Drive a run to its end (or resume it from its newest checkpoint). Safe to redeliver."""
     from webapp.runs.models import Run

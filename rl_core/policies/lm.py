@@ -1,0 +1,513 @@
+"""LMPolicy: a Hugging Face causal LM with LoRA adapters, as a `rl_core.policy.Policy`.
+
+A prompt becomes chat messages (`rl_core.prompts.build_messages`) rendered with the tokenizer's chat
+template; a response is the tokens the model samples after it, up to the end of the first closed Python
+block (a `StoppingCriteria`), an end-of-sequence token, or `LMPolicyConfig.max_new_tokens`. Sampling runs
+with transformers ``generate`` (batched, left-padded, KV cache), or with vLLM on a GPU when it is installed.
+
+The policy distribution. π(token) = softmax(logits / temperature) of the adapted model: the log-probs a
+`Sample` records (`Sample.logprobs`, PPO's old log-probs), the log-probs `score` returns, the entropy and
+the reference log-probs are all under this one distribution. The old log-probs are not taken from the
+sampler: right after sampling, the policy re-scores the sampled tokens with the same no-gradient forward
+pass `score` uses, so at unchanged parameters the PPO ratio is 1 up to float rounding, whichever sampler
+ran. `top_p` < 1 (off by default) makes the sampler draw from the nucleus of π rather than π itself; the
+recorded log-probs stay those of π (as TRL and OpenRLHF do), so that case is slightly off-policy.
+Deliberately the policy never runs in training mode: dropout (LoRA's included) is off, so sampling and
+scoring agree.
+
+LoRA (peft): only the adapter matrices are trainable and returned by `parameters()`; the base model is
+frozen. The frozen base with the adapters disabled (``with model.disable_adapter():``) is the KL reference
+(`Scored.ref_logprobs`) and the instrumenting LM (`generate_frozen`). `state_dict` holds the adapter
+weights, the version and the config, as plain data and tensors (checkpoints load with weights_only).
+
+Layout of `score`: (B, T) tensors with T the longest response in the batch, each response right-aligned
+(its tokens in order in the last positions of its row, `mask` True there). Only those T positions get
+logits (``logits_to_keep``), so memory is O(B · T · vocabulary) per call; keep minibatches small on a CPU.
+The tensors come back on the CPU (gradients flow back to the model's device), to mix with the learner's.
+
+GPU: device "cuda" and bf16 when available (log-softmax in float32). vLLM (`LMPolicyConfig.sampler`):
+imported lazily; whenever the version changed since the last push, the adapter is saved to a folder and
+served as a new ``LoRARequest``. vLLM has no code-fence stopping criterion here, so it samples to the
+token limit and the response is cut after the first closed Python block.
+Not done: full fine-tuning, gradient checkpointing, several adapters at once; vLLM is untested here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+from rl_core.models import EMBEDDED_MODEL, load_pretrained, resolve_model
+from rl_core.policy import Prompt, Sample, Scored
+from rl_core.prompts import PromptLimits, build_messages
+from rl_core.responses import parse_response
+
+
+@dataclass(frozen=True)
+class LMPolicyConfig:
+    """How an LMPolicy samples, scores and adapts. The defaults suit SmolLM2-135M on a CPU."""
+
+    model: str = EMBEDDED_MODEL
+    """A name or path for `rl_core.models.resolve_model` (used by `LMPolicy.load`)."""
+    temperature: float = 0.7
+    """Softmax temperature τ of the policy π = softmax(logits / τ); > 0. Sampling and scoring both use it."""
+    top_p: float = 1.0
+    """Nucleus sampling mass; 1.0 samples from π exactly (see the module docstring for < 1)."""
+    max_new_tokens: int = 1024
+    """The most tokens in a response (the paper caps responses at 1024)."""
+    max_prompt_tokens: int = 2048
+    """The most prompt tokens; longer prompts lose their middle. The paper used 1024; improve prompts carry
+    a program of up to 1024 tokens on top of the task, hence 2048."""
+    prompt_limits: PromptLimits = field(default_factory=PromptLimits)
+    """Character budgets of the prompt's long fields."""
+    lora_r: int = 16
+    """LoRA rank."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator (the update is scaled by alpha / r)."""
+    lora_dropout: float = 0.0
+    """LoRA dropout; inactive anyway, since the policy always runs in eval mode."""
+    target_modules: str | tuple[str, ...] = "all-linear"
+    """Modules that get adapters: peft's "all-linear" (every linear layer but the output head) or names."""
+    adapter_path: str | None = None
+    """A saved adapter folder (`LMPolicy.save_adapter`) to start from, e.g. a warm start; its own LoRA
+    settings then replace lora_r, lora_alpha and target_modules."""
+    reference: bool = True
+    """Compute `Scored.ref_logprobs` under the frozen base (one extra no-gradient forward per `score`)."""
+    device: str = "auto"
+    """"auto" (cuda when available, else cpu), or a torch device string."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Model dtype; "auto" is bfloat16 on cuda and float32 on cpu."""
+    sampler: Literal["auto", "transformers", "vllm"] = "auto"
+    """"auto" uses vLLM when it is installed, the device is cuda and the model has a folder."""
+    generation_batch: int = 8
+    """The most prompts per ``generate`` call."""
+    score_batch: int = 8
+    """The most samples per no-gradient forward when recording old log-probs."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """The share of GPU memory vLLM may take (the training copy of the model needs the rest)."""
+
+
+class CodeBlockStop(StoppingCriteria):
+    """Stops each row of a ``generate`` batch once its generated text holds a closed Python block.
+
+    Args:
+        tokenizer: decodes the generated ids.
+        prompt_width: the (left-padded) prompt width; generated ids start there.
+    """
+
+    def __init__(self, tokenizer: Any, prompt_width: int) -> None:
+        self.tokenizer, self.prompt_width = tokenizer, prompt_width
+        self.done: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        """(B,) True for the rows that are done."""
+        if self.done is None:
+            self.done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for row in (~self.done).nonzero().flatten().tolist():
+            if _may_close_fence(self.tokenizer, int(input_ids[row, -1])):
+                text = self.tokenizer.decode(input_ids[row, self.prompt_width :], skip_special_tokens=True)
+                self.done[row] = closes_code_block(text)
+        return self.done.clone()
+
+
+def closes_code_block(text: str) -> bool:
+    """Whether `text` holds a closed, non-empty Python block (the response is then complete).
+
+    >>> closes_code_block("Plan.\\n```python\\nprint(1)\\n```"), closes_code_block("```python\\nprint(1)\\n")
+    (True, False)
+    """
+    return parse_response(text).code is not None
+
+
+def trim_response(ids: Sequence[int], tokenizer: Any, eos_ids: set[int]) -> tuple[list[int], str]:
+    """The response's tokens up to the first end token or closed Python block, and why it ended.
+
+    Args:
+        ids: the sampled token ids after the prompt (padding may follow the end).
+        eos_ids: the end-of-sequence ids; the end token itself is kept (sampling it was an action).
+    Returns:
+        (ids, reason) with reason "eos", "code_block" or "length".
+    """
+    ids = list(ids)
+    end = next((i + 1 for i, token in enumerate(ids) if token in eos_ids), None)
+    for length in range(1, (end or len(ids)) + 1):
+        if _may_close_fence(tokenizer, ids[length - 1]) and closes_code_block(
+            tokenizer.decode(ids[:length], skip_special_tokens=True)
+        ):
+            return ids[:length], "code_block"
+    return (ids[:end], "eos") if end is not None else (ids, "length")
+
+
+def _may_close_fence(tokenizer: Any, token: int) -> bool:
+    """Whether `token` holds a fence character: only such a token can complete a closing fence, so the
+    costlier full decode and parse are skipped for the others."""
+    text = tokenizer.decode([token])
+    return "`" in text or "~" in text
+
+
+def fit_tokens(ids: list[int], limit: int) -> list[int]:
+    """`ids` cut to `limit` tokens by dropping the middle: the first quarter and the last three quarters stay,
+    so the system turn and the closing request survive.
+
+    >>> fit_tokens(list(range(10)), 4)
+    [0, 7, 8, 9]
+    """
+    if len(ids) <= limit:
+        return ids
+    head = limit // 4
+    return ids[:head] + ids[len(ids) - (limit - head) :]
+
+
+def _chunks(count: int, size: int) -> Iterator[range]:
+    for start in range(0, count, size):
+        yield range(start, min(start + size, count))
+
+
+def _resolve_device(name: str) -> torch.device:
+    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+
+
+def _resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return getattr(torch, name)
+
+
+class LMPolicy:
+    """A causal LM with LoRA adapters (see the module docstring for the distribution and the layout).
+
+    Args:
+        model: a transformers causal LM (the base; adapters are added here). It is moved to the device.
+        tokenizer: its tokenizer; a chat template is used when it has one.
+        config: sampling, prompt and LoRA settings.
+        model_path: the model's folder, needed only by the vLLM sampler (`load` sets it).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        config: LMPolicyConfig | None = None,
+        *,
+        model_path: Path | str | None = None,
+    ) -> None:
+        import peft
+
+        self.config = config = config or LMPolicyConfig()
+        if config.temperature <= 0:
+            raise ValueError("LMPolicyConfig.temperature must be > 0 (the policy is softmax(logits / τ)).")
+        self.device = _resolve_device(config.device)
+        self.tokenizer = tokenizer
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.eos_ids = _eos_ids(model, tokenizer)
+        model = model.to(self.device, _resolve_dtype(config.dtype, self.device))
+        model.generation_config = GenerationConfig(  # model defaults (top_k, repetition penalty) would skew π
+            eos_token_id=sorted(self.eos_ids), pad_token_id=self.pad_id, bos_token_id=tokenizer.bos_token_id
+        )
+        if config.adapter_path is not None:
+            self.model = peft.PeftModel.from_pretrained(model, config.adapter_path, is_trainable=True)
+        else:
+            self.model = peft.get_peft_model(model, self._lora_config())
+        self.model.eval()
+        self.version = 0
+        self._vllm = _VLLMSampler(model_path, config) if self._wants_vllm(model_path) else None
+
+    @classmethod
+    def load(cls, config: LMPolicyConfig, *, cache_dir: Path) -> LMPolicy:
+        """Resolve `config.model` (converting the embedded model into `cache_dir` if needed) and load it."""
+        source = resolve_model(config.model, cache_dir)
+        device = _resolve_device(config.device)
+        model, tokenizer = load_pretrained(
+            source, device=str(device), dtype=_resolve_dtype(config.dtype, device)
+        )
+        return cls(model, tokenizer, config, model_path=source)
+
+    def _lora_config(self) -> Any:
+        import peft
+
+        modules = self.config.target_modules
+        return peft.LoraConfig(
+            r=self.config.lora_r,
+            lora_alpha=self.config.lora_alpha,
+            lora_dropout=self.config.lora_dropout,
+            target_modules=modules if isinstance(modules, str) else list(modules),
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+
+    def _wants_vllm(self, model_path: Path | str | None) -> bool:
+        if self.config.sampler == "transformers":
+            return False
+        available = importlib.util.find_spec("vllm") is not None and self.device.type == "cuda"
+        if self.config.sampler == "vllm" and not (available and model_path is not None):
+            raise ValueError("sampler='vllm' needs vLLM installed, a cuda device and a model folder.")
+        return available and model_path is not None
+
+    # Prompts and responses as token ids.
+
+    def prompt_ids(self, prompt: Prompt) -> list[int]:
+        """The prompt's token ids: its chat messages, the template's generation prompt, cut to the limit."""
+        messages = build_messages(prompt, self.config.prompt_limits)
+        if getattr(self.tokenizer, "chat_template", None):
+            text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        else:  # a base model without a template
+            text = "\n\n".join(m["content"] for m in messages) + "\n\n"
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return fit_tokens(list(ids), self.config.max_prompt_tokens)
+
+    def response_ids(self, sample: Sample) -> list[int]:
+        """The sampled token ids (``info["response_ids"]``), or the response text tokenized, for samples the
+        policy did not write (demonstrations)."""
+        if "response_ids" in sample.info:
+            return [int(token) for token in sample.info["response_ids"]]
+        return list(self.tokenizer(sample.response, add_special_tokens=False)["input_ids"])
+
+    # The Policy interface.
+
+    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
+        """One response per prompt, tagged with `self.version`; deterministic given `generator`'s state.
+
+        ``Sample.info`` holds response_ids, prompt_tokens, new_tokens, stop ("code_block", "eos" or "length"),
+        sampler, and the batch's generation_s and tokens_per_s (generated tokens / generation seconds).
+        """
+        samples: list[Sample] = []
+        for chunk in _chunks(len(prompts), self.config.generation_batch):
+            seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
+            samples += self._sample_batch([prompts[i] for i in chunk], seed=seed)
+        return samples
+
+    def _sample_batch(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
+        prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
+        started = time.perf_counter()
+        raw = self._vllm.generate(self, prompt_ids, seed) if self._vllm else self._generate(prompt_ids, seed)
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        responses = [trim_response(ids, self.tokenizer, self.eos_ids) for ids in raw]
+        response_ids = [ids for ids, _ in responses]
+        old = self._old_logprobs(prompt_ids, response_ids)
+        produced = sum(len(ids) for ids in response_ids)
+        shared = {
+            "sampler": "vllm" if self._vllm else "transformers",
+            "generation_s": elapsed,
+            "tokens_per_s": produced / elapsed,
+        }
+        return [
+            Sample(
+                prompt=prompt,
+                response=self.tokenizer.decode(ids, skip_special_tokens=True),
+                logprobs=tuple(logprobs),
+                policy_version=self.version,
+                info={"response_ids": ids, "prompt_tokens": len(p_ids), "new_tokens": len(ids), "stop": stop}
+                | shared,
+            )
+            for prompt, p_ids, (ids, stop), logprobs in zip(prompts, prompt_ids, responses, old, strict=True)
+        ]
+
+    def score(self, samples: Sequence[Sample]) -> Scored:
+        """(B, T) log-probs of each sample's response tokens given its prompt, with gradients to the adapters;
+        mask, (B,) mean entropy, and the frozen base's (B, T) log-probs when `config.reference` is on."""
+        prompt_ids = [self.prompt_ids(sample.prompt) for sample in samples]
+        response_ids = [self.response_ids(sample) for sample in samples]
+        logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)
+        reference = None
+        if self.config.reference:
+            with torch.no_grad(), self.model.disable_adapter():
+                reference = self._forward(prompt_ids, response_ids)[0].cpu()
+        return Scored(logprobs.cpu(), mask.cpu(), entropy.cpu(), reference)
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        """The LoRA adapter matrices (the only trainable tensors)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The adapter weights (CPU tensors), the version and the config, as plain data."""
+        from peft import get_peft_model_state_dict
+
+        adapter = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()}
+        config = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()}
+        return {"format": 1, "version": self.version, "config": config, "adapter": adapter}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned (the adapter must have the same shapes)."""
+        from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+        own = get_peft_model_state_dict(self.model)
+        saved = state["adapter"]
+        if set(saved) != set(own) or any(saved[k].shape != own[k].shape for k in own):
+            raise ValueError("The saved adapter does not match this policy's LoRA modules or rank.")
+        set_peft_model_state_dict(self.model, saved)
+        self.version = int(state["version"])
+        if self._vllm is not None:
+            self._vllm.pushed_version = None  # new weights under a possibly equal version: push again
+
+    # Extras: the frozen LM for instrumentation, and adapter folders.
+
+    @torch.no_grad()
+    def generate_frozen(self, prompt: str, *, max_new_tokens: int | None = None) -> str:
+        """The frozen base model's greedy reply to one user message (adapters off), for lm_instrument."""
+        messages = [{"role": "user", "content": prompt}]
+        if getattr(self.tokenizer, "chat_template", None):
+            prompt = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        ids = torch.tensor(
+            [self.tokenizer(prompt, add_special_tokens=False)["input_ids"]], device=self.device
+        )
+        limit = max_new_tokens or 2 * self.config.max_new_tokens
+        with self.model.disable_adapter():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=limit
+            )
+        return self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+
+    def save_adapter(self, directory: Path | str) -> Path:
+        """Save the adapter (safetensors + adapter_config.json) for vLLM, warm starts or sharing."""
+        self.model.save_pretrained(str(directory))
+        return Path(directory)
+
+    # Internals.
+
+    @torch.no_grad()
+    def _generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
+        """Sampled ids after each prompt (B lists, padding after a row's end), with transformers."""
+        ids, attention = self._left_pad(prompt_ids)
+        stop = CodeBlockStop(self.tokenizer, ids.shape[1])
+        config = GenerationConfig(
+            do_sample=True,
+            temperature=self.config.temperature,
+            top_p=self.config.top_p,
+            top_k=0,
+            repetition_penalty=1.0,
+            max_new_tokens=self.config.max_new_tokens,
+            eos_token_id=sorted(self.eos_ids),
+            pad_token_id=self.pad_id,
+        )
+        devices = [self.device] if self.device.type == "cuda" else []
+        # Seeded from the caller's generator; the global RNG is left as it was.
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=attention,
+                generation_config=config,
+                stopping_criteria=StoppingCriteriaList([stop]),
+            )
+        return out[:, ids.shape[1] :].tolist()
+
+    def _old_logprobs(self, prompt_ids: list[list[int]], response_ids: list[list[int]]) -> list[list[float]]:
+        """Each response's per-token log-probs under π now, by the same forward pass as `score`."""
+        rows: list[list[float]] = []
+        with torch.no_grad():
+            for chunk in _chunks(len(prompt_ids), self.config.score_batch):
+                logprobs, mask, _ = self._forward(
+                    [prompt_ids[i] for i in chunk], [response_ids[i] for i in chunk]
+                )
+                rows += [row[m].tolist() for row, m in zip(logprobs.float().cpu(), mask.cpu(), strict=True)]
+        return rows
+
+    def _forward(
+        self, prompt_ids: list[list[int]], response_ids: list[list[int]], *, with_entropy: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(B, T) log-probs of the right-aligned response tokens, (B, T) mask, (B,) mean entropy (zeros
+        unless `with_entropy`), under softmax(logits / τ) of the model as it is (adapters on or off)."""
+        lengths = torch.tensor([len(r) for r in response_ids], device=self.device)
+        width = max(int(lengths.max()), 0) if len(response_ids) else 0
+        ids, attention = self._left_pad([p + r for p, r in zip(prompt_ids, response_ids, strict=True)])
+        positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=attention,
+            position_ids=positions,
+            logits_to_keep=width + 1,
+            use_cache=False,
+        )
+        logits = out.logits[:, :-1].float()  # (B, T, V): position t predicts the token at t + 1
+        logp_all = torch.log_softmax(logits / self.config.temperature, dim=-1)
+        targets = ids[:, ids.shape[1] - width :]
+        mask = torch.arange(width, device=self.device)[None, :] >= (width - lengths)[:, None]
+        logprobs = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+        entropy = torch.zeros(len(response_ids), device=self.device)
+        if with_entropy:
+            per_token = -(logp_all.exp() * logp_all).sum(dim=-1).masked_fill(~mask, 0.0)
+            entropy = per_token.sum(dim=1) / lengths.clamp(min=1)
+        return logprobs, mask, entropy
+
+    def _left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, W) ids and attention mask, each row right-aligned after `pad_id` padding."""
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for index, row in enumerate(rows):
+            if row:
+                ids[index, width - len(row) :] = torch.tensor(row)
+                attention[index, width - len(row) :] = 1
+        return ids.to(self.device), attention.to(self.device)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Every id that ends a response: the tokenizer's end token and the model's generation-config ones."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = set(configured if isinstance(configured, list) else [configured] if configured is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return ids
+
+
+class _VLLMSampler:
+    """Sampling with vLLM on a GPU. The policy's adapter is pushed as a new LoRARequest whenever the policy
+    version differs from the last push. Untested here (no GPU in CI); see the `gpu` tests."""
+
+    def __init__(self, model_path: Path | str | None, config: LMPolicyConfig) -> None:
+        from vllm import LLM
+
+        self.config = config
+        self.llm = LLM(
+            model=str(model_path),
+            enable_lora=True,
+            max_lora_rank=max(config.lora_r, 8),
+            dtype="bfloat16",
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            max_model_len=config.max_prompt_tokens + config.max_new_tokens,
+        )
+        self.adapters = Path(tempfile.mkdtemp(prefix="practicum-lora-"))
+        self.pushed_version: int | None = None
+        self.pushes = 0
+        self.request: Any = None
+
+    def push(self, policy: LMPolicy) -> None:
+        """Save the current adapter and make it the one vLLM samples with (only when the version moved)."""
+        from vllm.lora.request import LoRARequest
+
+        if self.pushed_version == policy.version:
+            return
+        self.pushes += 1
+        folder = policy.save_adapter(self.adapters / f"push-{self.pushes}")
+        if self.request is not None:
+            shutil.rmtree(self.request.lora_path, ignore_errors=True)
+        self.request = LoRARequest(f"practicum-{self.pushes}", self.pushes, str(folder))
+        self.pushed_version = policy.version
+
+    def generate(self, policy: LMPolicy, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
+        """Sampled ids after each prompt (cut afterwards by `trim_response`)."""
+        from vllm import SamplingParams
+
+        self.push(policy)
+        params = [
+            SamplingParams(
+                temperature=self.config.temperature,
+                top_p=self.config.top_p,
+                max_tokens=self.config.max_new_tokens,
+                seed=seed + index,
+                stop_token_ids=sorted(policy.eos_ids),
+            )
+            for index in range(len(prompt_ids))
+        ]
+        prompts = [{"prompt_token_ids": ids} for ids in prompt_ids]
+        outputs = self.llm.generate(prompts, params, lora_request=self.request, use_tqdm=False)
+        return [list(output.outputs[0].token_ids) for output in outputs]

@@ -1,0 +1,161 @@
+"""Prompts for LMPolicy: the chat messages of a solve or an improve prompt, built from a competition.
+
+Both kinds carry the same task section: the competition's description, the public files under ``./input/``
+with the head of train.csv and test.csv (`TaskInfo.data_preview`), what to predict for which id column, the
+metric and its direction, the time limit, and the one output path ``./submission/submission.csv``. A solve
+prompt asks for a program from scratch; an improve prompt (the paper's second prompt kind) adds an earlier
+valid program, the tail of its output and its score, and asks for a better complete program. Both end
+with the response format: a short plan in prose, then ONE fenced ```python block holding the whole
+program (what `rl_core.responses.parse_response` accepts).
+
+Long fields are cut to `PromptLimits` characters (keeping the head of a description and a preview, the
+tail of an output), so a prompt stays within a small model's context; the policy still caps the tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rl_core.policy import PreviousSolution, Prompt, TaskInfo
+
+INPUT_DIR = "./input/"
+SUBMISSION_PATH = "./submission/submission.csv"
+SYSTEM_PROMPT = (
+    "You are an expert machine-learning engineer taking part in a Kaggle-style competition. You write "
+    "complete, correct Python programs that train a model on the public data and write a submission file."
+)
+RESPONSE_FORMAT = (
+    "Answer with a short plan (two to four sentences), then ONE ```python code block that holds the whole "
+    f"program. The program reads its data from {INPUT_DIR} and writes {SUBMISSION_PATH} (create the "
+    "./submission/ folder if it is missing). It runs without internet access, so it must not download "
+    "anything. Write no other code blocks."
+)
+TRUNCATED = "[... truncated]"
+
+
+@dataclass(frozen=True)
+class PromptLimits:
+    """Character budgets for the long fields of a prompt (longer text is cut and marked `TRUNCATED`)."""
+
+    description_chars: int = 4000
+    """The competition description (its head is kept)."""
+    preview_chars: int = 2500
+    """The data preview (its head is kept)."""
+    code_chars: int = 6000
+    """The earlier program of an improve prompt (its head is kept)."""
+    output_chars: int = 1500
+    """The earlier program's output (its tail is kept: that is where the scores and errors are)."""
+
+
+def build_messages(prompt: Prompt, limits: PromptLimits | None = None) -> list[dict[str, str]]:
+    """The chat messages (system, then user) for `prompt`, ready for ``tokenizer.apply_chat_template``.
+
+    Raises:
+        ValueError: an improve prompt without `Prompt.previous`.
+    """
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": user_message(prompt, limits)},
+    ]
+
+
+def user_message(prompt: Prompt, limits: PromptLimits | None = None) -> str:
+    """The user turn of `prompt`: `solve_message` or `improve_message`."""
+    limits = limits or PromptLimits()
+    if prompt.kind == "solve":
+        return solve_message(prompt.task, limits)
+    if prompt.previous is None:
+        raise ValueError("An improve prompt needs Prompt.previous, the earlier valid solution to improve.")
+    return improve_message(prompt.task, prompt.previous, limits)
+
+
+def solve_message(task: TaskInfo, limits: PromptLimits) -> str:
+    """Ask for a program that solves `task` from scratch."""
+    intro = "Write a Python program that solves the machine-learning competition below."
+    return "\n\n".join((intro, task_section(task, limits), RESPONSE_FORMAT))
+
+
+def improve_message(task: TaskInfo, previous: PreviousSolution, limits: PromptLimits) -> str:
+    """Ask for a better program than `previous`, shown with its output and score."""
+    intro = (
+        "Below is a machine-learning competition and an earlier program that solves it. Write an improved "
+        "complete program that scores better on the metric (for example a better model, better features or "
+        "better hyper-parameters), keeping what already works."
+    )
+    sections = (intro, task_section(task, limits), previous_section(task, previous, limits), RESPONSE_FORMAT)
+    return "\n\n".join(sections)
+
+
+def task_section(task: TaskInfo, limits: PromptLimits) -> str:
+    """The competition: description, data, goal, metric and direction, time limit."""
+    parts = [
+        f"# Competition: {task.slug}",
+        "## Description\n" + clip_head(task.description.strip(), limits.description_chars),
+        "## Data\n" + data_section(task, limits),
+        "## Goal\n" + goal_section(task),
+    ]
+    return "\n\n".join(parts)
+
+
+def data_section(task: TaskInfo, limits: PromptLimits) -> str:
+    """The public files under ./input/ and the head of the tables."""
+    files = ", ".join(f"{INPUT_DIR}{name}" for name in task.files) or f"the files in {INPUT_DIR}"
+    text = f"The public data files are {files} (read-only)."
+    if task.data_preview.strip():
+        text += "\nTheir first rows:\n" + clip_head(task.data_preview.strip(), limits.preview_chars)
+    return text
+
+
+def goal_section(task: TaskInfo) -> str:
+    """What to predict, where to write it, how it is scored, and how long the program may run."""
+    targets = ", ".join(f"`{column}`" for column in task.target_columns)
+    has_sample = "sample_submission.csv" in task.files
+    like = f", in the format of {INPUT_DIR}sample_submission.csv" if has_sample else ""
+    return (
+        f"Predict {targets} for every row of {INPUT_DIR}test.csv and write {SUBMISSION_PATH} with the "
+        f"columns `{task.id_column}`, {targets}{like}.\n"
+        f"The submission is scored with {task.metric} ({direction(task)}).\n"
+        f"The program must finish within {seconds(task.time_limit_s)} seconds on a CPU."
+    )
+
+
+def previous_section(task: TaskInfo, previous: PreviousSolution, limits: PromptLimits) -> str:
+    """The earlier program, the tail of its output, and its score."""
+    code = clip_head(previous.code.rstrip(), limits.code_chars)
+    output = clip_tail(previous.output.rstrip(), limits.output_chars) or "(no output)"
+    return (
+        f"## Earlier solution (scored {previous.score:.6g} on {task.metric}; {direction(task)})\n"
+        f"```python\n{code}\n```\n\nIts output (last lines):\n```text\n{output}\n```"
+    )
+
+
+def direction(task: TaskInfo) -> str:
+    """``"higher is better"`` or ``"lower is better"``."""
+    return "higher is better" if task.higher_is_better else "lower is better"
+
+
+def seconds(value: float) -> str:
+    """A time limit as a short number of seconds.
+
+    >>> seconds(600.0), seconds(2.5)
+    ('600', '2.5')
+    """
+    return f"{value:g}"
+
+
+def clip_head(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, marked when cut.
+
+    >>> clip_head("abcdef", 3)
+    'abc\\n[... truncated]'
+    """
+    return text if len(text) <= limit else text[:limit] + "\n" + TRUNCATED
+
+
+def clip_tail(text: str, limit: int) -> str:
+    """The last `limit` characters of `text`, marked when cut.
+
+    >>> clip_tail("abcdef", 3)
+    '[... truncated]\\ndef'
+    """
+    return text if len(text) <= limit else TRUNCATED + "\n" + text[len(text) - limit :]

@@ -1,0 +1,378 @@
+"""rl_core.instrument: where markers go, that they never change a program, and how stages are read back.
+
+Programs that are executed here use tiny stand-ins for pandas and scikit-learn (the instrumenter goes by
+names), so they run in a bare interpreter in milliseconds.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rl_core.instrument import (
+    LM_PROMPT,
+    STAGES,
+    Instrumented,
+    instrument,
+    lm_instrument,
+    marker_line,
+    parse_stages,
+    strip_markers,
+)
+
+NONCE = "n0nce42"
+
+STUBS = """
+class _Frame:
+    def __init__(self, rows): self.rows = rows
+    def to_csv(self, path, index=False): open(path, "w").write("id,y\\n")
+class pd:
+    read_csv = staticmethod(lambda path: _Frame([1, 2]))
+    DataFrame = staticmethod(lambda data: _Frame(data))
+class RandomForestClassifier:
+    def __init__(self, **params): self.params = params
+    def fit(self, X, y): return self
+    def predict(self, X): return [0] * len(X.rows)
+"""
+
+
+def stages_of(program: str) -> tuple[str, ...]:
+    return instrument(textwrap.dedent(program), NONCE).inserted
+
+
+def run(program: str, cwd) -> subprocess.CompletedProcess:
+    (cwd / "input").mkdir(exist_ok=True)
+    (cwd / "submission").mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-c", program], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def is_marker_or_prelude(stmt: ast.stmt) -> bool:
+    call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+    name = call.func.id if call is not None and isinstance(call.func, ast.Name) else ""
+    return name == "__practicum_mark__" or (name == "exec" and "def __practicum_mark__" in ast.unparse(call))
+
+
+def without_markers(source: str) -> str:
+    """The AST dump of `source` without marker statements and the marker function's definition."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                block[:] = [s for s in block if not is_marker_or_prelude(s)]
+    return ast.dump(tree)
+
+
+PIPELINE = STUBS + """
+import os
+import sys
+
+SUBMISSION = os.path.join("submission", "submission.csv")
+
+def load(name):
+    return pd.read_csv(os.path.join("input", name))
+
+def main():
+    train, test = load("train.csv"), load("test.csv")
+    model = RandomForestClassifier(n_estimators=10)
+    for fold in range(3):
+        with open(os.devnull, "w"):
+            model.fit(train, None)
+    predictions = model.predict(test)
+    pd.DataFrame({"y": predictions}).to_csv(SUBMISSION, index=False)
+    print("rows", len(predictions))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+# ------------------------------------------------------------------------------------- reading stages
+
+
+def test_parse_stages_keeps_only_lines_with_the_nonce_in_canonical_order():
+    stdout = "\n".join([marker_line(NONCE, "model_trained"), marker_line("other", "data_loaded"),
+                        "@@practicum::imports_done", marker_line(NONCE, "imports_done")])
+    assert parse_stages(stdout, NONCE) == ("imports_done", "model_trained")
+
+
+def test_parse_stages_counts_a_repeated_stage_once():
+    assert parse_stages(marker_line(NONCE, "data_loaded") * 3, NONCE) == ("data_loaded",)
+
+
+def test_parse_stages_ignores_unknown_stage_names():
+    assert parse_stages(marker_line(NONCE, "model_hacked"), NONCE) == ()
+
+
+def test_strip_markers_removes_genuine_markers_and_keeps_forged_ones():
+    stdout = f"a\n{marker_line(NONCE, 'data_loaded')}\nb\n{marker_line('forged', 'data_loaded')}\n"
+    assert strip_markers(stdout, NONCE) == f"a\nb\n{marker_line('forged', 'data_loaded')}\n"
+
+
+# ------------------------------------------------------------------------------------- finding events
+
+
+def test_it_marks_imports_done_after_the_last_top_level_import():
+    program = instrument("import os\nimport sys\nx = 1\nimport json\ny = 2\n", NONCE).program
+    assert program.splitlines()[3] == "import json; __practicum_mark__('imports_done')"
+
+
+def test_it_marks_imports_inside_functions_when_there_are_none_at_the_top():
+    assert stages_of("def main():\n    import pandas as pd\n") == ("imports_done",)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "df = pd.read_csv('input/train.csv')",
+        "df = pl.read_parquet('input/train.parquet')",
+        "X = np.load('input/x.npy')",
+        "X = numpy.loadtxt(path, delimiter=',')",
+        "text = open('input/notes.txt').read()",
+        "text = Path('./input/notes.txt').read_text()",
+        "image = Image.open(f'input/images/{name}.png')",
+    ],
+)
+def test_it_marks_data_loaded_after_a_read(line):
+    assert stages_of(line) == ("data_loaded",)
+
+
+def test_it_does_not_count_opening_a_file_outside_input_as_data():
+    assert stages_of("log = open('notes.txt').read()") == ()
+
+
+def test_it_follows_a_path_held_in_a_variable():
+    assert stages_of("TRAIN = 'input/train.json'\nwith open(TRAIN) as f:\n    rows = f.read()\n") == ("data_loaded",)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "model = RandomForestClassifier(n_estimators=100)",
+        "model = LogisticRegression(C=1.0)",
+        "model = lgb.LGBMRegressor()",
+        "model = xgb.XGBClassifier(n_estimators=50)",
+        "model = SVC(probability=True)",
+        "model = make_pipeline(StandardScaler(), Ridge())",
+        "search = GridSearchCV(Ridge(), {'alpha': [1, 10]})",
+        "net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))",
+    ],
+)
+def test_it_marks_model_defined_after_an_estimator_is_built(line):
+    assert stages_of(line) == ("model_defined",)
+
+
+def test_it_marks_model_defined_when_a_torch_module_of_the_program_is_instantiated():
+    program = "import torch\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\nmodel = Net().to('cpu')\n"
+    assert instrument(program, NONCE).program.splitlines()[4] == "model = Net().to('cpu'); __practicum_mark__('model_defined')"
+
+
+def test_it_does_not_count_a_loss_or_a_scaler_as_a_model():
+    assert stages_of("criterion = nn.CrossEntropyLoss()\nscaler = StandardScaler()\n") == ()
+
+
+def test_it_marks_model_trained_after_fit():
+    assert stages_of("model.fit(X, y)") == ("model_trained",)
+
+
+def test_it_does_not_count_fitting_a_preprocessor_as_training():
+    assert stages_of("scaler = StandardScaler()\nscaler.fit(X)\nStandardScaler().fit(X)\n") == ()
+
+
+def test_it_counts_lgb_train_as_defining_and_training_a_model():
+    assert stages_of("booster = lgb.train(params, lgb.Dataset(X, y))") == ("model_defined", "model_trained")
+
+
+def test_it_marks_a_torch_training_loop_once_after_the_outermost_loop():
+    program = textwrap.dedent(
+        """\
+        import torch
+        for epoch in range(3):
+            for xb, yb in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(xb), yb)
+                loss.backward()
+                optimizer.step()
+        done = True
+        """
+    )
+    lines = instrument(program, NONCE).program.splitlines()
+    assert lines[7:9] == ["__practicum_mark__('model_trained')", "done = True"]
+    assert sum("__practicum_mark__('model_trained')" in line for line in lines) == 1
+
+
+@pytest.mark.parametrize("line", ["p = model.predict(X)", "p = clf.predict_proba(X)[:, 1]"])
+def test_it_marks_predictions_made_after_predict(line):
+    assert stages_of(line) == ("predictions_made",)
+
+
+def test_it_marks_predictions_made_for_a_model_called_under_no_grad():
+    program = "model = Net()\nwith torch.no_grad():\n    out = model(X)\nloss = model(X)\n"
+    lines = instrument("import torch\nclass Net(nn.Module):\n    pass\n" + program, NONCE).program.splitlines()
+    del lines[0]
+    assert lines[4] == "    out = model(X); __practicum_mark__('predictions_made')"
+    assert lines[5] == "loss = model(X)"
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "sub.to_csv('submission/submission.csv', index=False)",
+        "OUT = os.path.join('submission', 'submission.csv')\ndf.to_csv(OUT, index=False)",
+        "np.savetxt('submission/submission.csv', preds, delimiter=',')",
+        "with open('./submission/submission.csv', 'w') as f:\n    f.write(text)",
+        "submission.to_csv(path, index=False)",
+    ],
+)
+def test_it_marks_submission_written_after_the_submission_write(program):
+    assert stages_of(program) == ("submission_written",)
+
+
+def test_it_does_not_count_other_csv_writes_as_the_submission():
+    assert stages_of("features.to_csv('features.csv')") == ()
+
+
+def test_it_marks_the_call_of_a_helper_whose_return_is_the_event():
+    program = "import os\ndef load():\n    return pd.read_csv('input/train.csv')\ntrain = load()\n"
+    assert instrument(program, NONCE).program.splitlines()[3] == "train = load(); __practicum_mark__('data_loaded')"
+
+
+def test_it_marks_every_stage_of_a_complete_pipeline():
+    assert stages_of(PIPELINE) == STAGES
+
+
+# ------------------------------------------------------------------------------------- never changing the program
+
+
+def test_without_its_markers_the_instrumented_program_is_the_original():
+    assert without_markers(instrument(PIPELINE, NONCE).program) == ast.dump(ast.parse(PIPELINE))
+
+
+def test_markers_on_simple_statements_keep_every_line_number():
+    program = "import os\nx = np.load('input/a.npy')\n\n# a comment\nmodel.fit(x)  # train\n"
+    instrumented = instrument(program, NONCE).program.splitlines()
+    assert len(instrumented) == 5
+    for original, now in zip(program.splitlines()[1:], instrumented[1:], strict=True):
+        assert now.startswith(original.split("  #")[0])
+    assert instrumented[4].endswith("  # train")
+
+
+def test_a_program_that_does_not_parse_is_returned_unchanged_without_markers():
+    program = "import pandas as pd\ndf = pd.read_csv('input/train.csv'\n"
+    assert instrument(program, NONCE) == Instrumented(program, (), "ast")
+
+
+def test_a_program_without_events_is_returned_unchanged():
+    assert instrument("print('hello')\n", NONCE) == Instrumented("print('hello')\n", (), "ast")
+
+
+def test_it_keeps_the_docstring_and_future_imports_first(tmp_path):
+    program = '"""Doc."""\nfrom __future__ import annotations\nimport os\nprint(__doc__)\n'
+    result = run(instrument(program, NONCE).program, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{marker_line(NONCE, 'imports_done')}\nDoc.\n"
+
+
+def test_it_instruments_a_program_that_starts_with_a_function(tmp_path):
+    program = "@staticmethod\ndef f():\n    return 1\nimport os\nprint(f.__func__())\n"
+    result = run(instrument(program, NONCE).program, tmp_path)
+    assert result.stdout == f"{marker_line(NONCE, 'imports_done')}\n1\n", result.stderr
+
+
+def test_it_falls_back_to_rendering_the_ast_when_the_text_cannot_be_spliced():
+    program = "import os\rx = np.load('input/a.npy')\r"  # old-Mac newlines: the text splice misplaces markers
+    out = instrument(program, NONCE)
+    assert out.inserted == ("imports_done", "data_loaded")
+    assert without_markers(out.program) == ast.dump(ast.parse(program))
+
+
+def test_it_rejects_a_nonce_that_could_break_out_of_the_marker_string():
+    with pytest.raises(ValueError, match="nonce"):
+        instrument("import os\n", "x'); import shutil; ('")
+
+
+# ------------------------------------------------------------------------------------- running instrumented code
+
+
+def test_the_instrumented_pipeline_prints_every_stage_once_and_the_same_output(tmp_path):
+    original = run(PIPELINE, tmp_path)
+    instrumented = run(instrument(PIPELINE, NONCE).program, tmp_path)
+    assert instrumented.returncode == original.returncode == 0, instrumented.stderr
+    assert parse_stages(instrumented.stdout, NONCE) == STAGES
+    assert instrumented.stdout.count(NONCE) == len(STAGES)
+    assert strip_markers(instrumented.stdout, NONCE) == original.stdout
+
+
+def test_a_crash_after_training_reaches_exactly_the_stages_before_it(tmp_path):
+    program = PIPELINE.replace("    predictions = model.predict(test)", "    raise RuntimeError('boom')")
+    result = run(instrument(program, NONCE).program, tmp_path)
+    assert "RuntimeError: boom" in result.stderr
+    assert parse_stages(result.stdout, NONCE) == ("imports_done", "data_loaded", "model_defined", "model_trained")
+
+
+def test_a_traceback_points_at_the_original_line(tmp_path):
+    program = "import os\nx = 1\nraise ValueError(x)\n"
+    result = run(instrument(program, NONCE).program, tmp_path)
+    assert 'line 3, in <module>' in result.stderr
+
+
+def test_markers_reach_stdout_even_when_the_program_redirects_sys_stdout(tmp_path):
+    program = "import io, sys\nsys.stdout = io.StringIO()\nx = np.load('input/a.npy')\n"
+    program = "class np:\n    load = staticmethod(lambda p: 1)\n" + program
+    assert parse_stages(run(instrument(program, NONCE).program, tmp_path).stdout, NONCE) == ("imports_done", "data_loaded")
+
+
+def test_a_marker_does_not_break_a_program_that_closed_stdout(tmp_path):
+    program = "import os\nos.close(1)\nimport sys\n"
+    result = run(instrument(program, NONCE).program, tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+# ------------------------------------------------------------------------------------- the LM instrumenter
+
+
+SMALL = "import pandas as pd\ndf = pd.read_csv('input/train.csv')\nprint(len(df))\n"
+
+
+def test_the_lm_instrumenter_keeps_an_lm_output_that_only_adds_markers():
+    reply = ("```python\nimport pandas as pd\n__practicum_mark__('imports_done')\n"
+             "df = pd.read_csv('input/train.csv')\n__practicum_mark__(\"data_loaded\")\nprint(len(df))\n```")
+    out = lm_instrument(SMALL, NONCE, lambda prompt: reply)
+    assert (out.method, out.inserted) == ("lm", ("imports_done", "data_loaded"))
+    assert without_markers(out.program.split("; ", 1)[1]) == ast.dump(ast.parse(SMALL))
+
+
+def test_the_lm_instrumenter_shows_the_program_to_the_lm():
+    prompts = []
+    lm_instrument(SMALL, NONCE, lambda prompt: prompts.append(prompt) or "")
+    assert prompts == [LM_PROMPT.format(program=SMALL)]
+
+
+def test_the_lm_instrumenter_falls_back_to_the_ast_when_the_lm_changes_the_code():
+    reply = "```python\nimport pandas as pd\ndf = pd.read_csv('input/test.csv')\n__practicum_mark__('data_loaded')\n```"
+    out = lm_instrument(SMALL, NONCE, lambda prompt: reply)
+    assert out == instrument(SMALL, NONCE)
+
+
+def test_the_lm_instrumenter_falls_back_to_the_ast_on_garbage():
+    assert lm_instrument(SMALL, NONCE, lambda prompt: "I cannot help with that ```").method == "ast"
+
+
+def test_the_lm_instrumenter_falls_back_to_the_ast_when_the_lm_adds_no_marker():
+    assert lm_instrument(SMALL, NONCE, lambda prompt: SMALL).method == "ast"
+
+
+def test_the_lm_instrumenter_rejects_a_marker_with_an_unknown_stage():
+    reply = SMALL + "__practicum_mark__('model_hacked')\n"
+    assert lm_instrument(SMALL, NONCE, lambda prompt: reply).method == "ast"
+
+
+def test_the_lm_instrumenter_falls_back_to_the_ast_when_generation_fails():
+    def broken(prompt: str) -> str:
+        raise RuntimeError("out of memory")
+
+    assert lm_instrument(SMALL, NONCE, broken).method == "ast"
