@@ -75,15 +75,17 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return torch.load(path, weights_only=True)
 
 
-def previous_to_dict(previous: PreviousSolution | None) -> dict[str, Any] | None:
-    if previous is None:
-        return None
+def warm_start(policy: Any, path: Path) -> None:
+    """Start a new run from another run's policy: load only the policy's parameters from its checkpoint
+    (a file, or a directory meaning its newest); the optimizer, baselines and counters start fresh."""
+    policy.load_state_dict(load_checkpoint(path)["policy"])
+
+
+def previous_to_dict(previous: PreviousSolution) -> dict[str, Any]:
     return {"code": previous.code, "output": previous.output, "score": previous.score}
 
 
-def previous_from_dict(data: Mapping[str, Any] | None) -> PreviousSolution | None:
-    if data is None:
-        return None
+def previous_from_dict(data: Mapping[str, Any]) -> PreviousSolution:
     return PreviousSolution(code=data["code"], output=data["output"], score=float(data["score"]))
 
 
@@ -92,7 +94,7 @@ def sample_to_dict(sample: Sample) -> dict[str, Any]:
     return {
         "task": sample.prompt.task.slug,
         "kind": sample.prompt.kind,
-        "previous": previous_to_dict(sample.prompt.previous),
+        "previous": None if sample.prompt.previous is None else previous_to_dict(sample.prompt.previous),
         "response": sample.response,
         "logprobs": list(sample.logprobs),
         "policy_version": sample.policy_version,
@@ -102,9 +104,8 @@ def sample_to_dict(sample: Sample) -> dict[str, Any]:
 
 def sample_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> Sample:
     """Rebuild a Sample; `tasks` maps each slug to its TaskInfo."""
-    prompt = Prompt(
-        task=tasks[data["task"]], kind=data["kind"], previous=previous_from_dict(data["previous"])
-    )
+    previous = None if data["previous"] is None else previous_from_dict(data["previous"])
+    prompt = Prompt(task=tasks[data["task"]], kind=data["kind"], previous=previous)
     return Sample(
         prompt=prompt,
         response=data["response"],

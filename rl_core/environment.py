@@ -13,16 +13,19 @@ Call `run_response` with a policy's raw response (the loop, the executors) or `r
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rl_core.grading import Grade, GradingSpec, grade_submission
-from rl_core.instrument import Instrumented, instrument, parse_stages, strip_markers
+from rl_core.instrument import Instrumented, instrument, lm_instrument, parse_stages, strip_markers
 from rl_core.metrics import get_metric
 from rl_core.responses import parse_response
 from rl_core.reward import RewardConfig, compute_reward
 from rl_core.sandbox import ExecutionRequest, ExecutionResult, execute, isolation_level
+
+DEFAULT_REWARD = RewardConfig()
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,14 @@ class AttemptOutcome:
 def _reward(task: TaskFiles, grade: Grade, stages: int, config: RewardConfig) -> float:
     metric = get_metric(task.grading.metric)
     return compute_reward(
-        valid=grade.valid, score=grade.score, stages_reached=stages, config=config,
-        higher_is_better=metric.higher_is_better, baseline_score=task.baseline_score,
-        perfect_score=metric.perfect, leaderboard=task.leaderboard,
+        valid=grade.valid,
+        score=grade.score,
+        stages_reached=stages,
+        config=config,
+        higher_is_better=metric.higher_is_better,
+        baseline_score=task.baseline_score,
+        perfect_score=metric.perfect,
+        leaderboard=task.leaderboard,
     )
 
 
@@ -118,8 +126,12 @@ def _grade(result: ExecutionResult, task: TaskFiles) -> Grade:
     return grade_submission(result.submission_path, task.answers_path, task.grading)
 
 
-def _instrumented(program: str, nonce: str, enabled: bool) -> Instrumented:
-    return instrument(program, nonce) if enabled else Instrumented(program, (), "none")
+def _instrumented(
+    program: str, nonce: str, enabled: bool, generate: Callable[[str], str] | None
+) -> Instrumented:
+    if not enabled:
+        return Instrumented(program, (), "none")
+    return lm_instrument(program, nonce, generate) if generate is not None else instrument(program, nonce)
 
 
 def run_program(
@@ -128,11 +140,12 @@ def run_program(
     work_dir: Path,
     *,
     instrument: bool = True,
-    reward: RewardConfig = RewardConfig(),
+    reward: RewardConfig = DEFAULT_REWARD,
     timeout_s: float | None = None,
     memory_mb: int | None = None,
     nonce: str | None = None,
     plan: str = "",
+    lm_generate: Callable[[str], str] | None = None,
 ) -> AttemptOutcome:
     """Instrument `program`, run it against `task`'s public files in `work_dir`, grade it and reward it.
 
@@ -141,23 +154,38 @@ def run_program(
         timeout_s, memory_mb: override the task's limits.
         nonce: the marker nonce (random when None; tests pass one).
         plan: the response's prose plan, recorded on the outcome.
+        lm_generate: a frozen LM (prompt -> completion) to insert the markers instead of the AST rules;
+            its output is kept only when it passes `rl_core.instrument.lm_instrument`'s check.
     """
     nonce = nonce or secrets.token_hex(8)
-    instrumented = _instrumented(program, nonce, instrument)
-    result = execute(ExecutionRequest(
-        program=instrumented.program, input_dir=task.public_dir, work_dir=work_dir,
-        timeout_s=timeout_s if timeout_s is not None else task.time_limit_s,
-        memory_mb=memory_mb if memory_mb is not None else task.memory_mb,
-    ))
+    instrumented = _instrumented(program, nonce, instrument, lm_generate)
+    result = execute(
+        ExecutionRequest(
+            program=instrumented.program,
+            input_dir=task.public_dir,
+            work_dir=work_dir,
+            timeout_s=timeout_s if timeout_s is not None else task.time_limit_s,
+            memory_mb=memory_mb if memory_mb is not None else task.memory_mb,
+        )
+    )
     stages = parse_stages("\n".join(result.marker_lines), nonce) if instrument else ()
     grade = _grade(result, task)
     return AttemptOutcome(
-        status=result.status, exit_code=result.exit_code, duration_s=result.duration_s, stages=stages,
-        valid=grade.valid, score=grade.score, grade_error=grade.error,
-        reward=_reward(task, grade, len(stages), reward), isolation=result.isolation,
+        status=result.status,
+        exit_code=result.exit_code,
+        duration_s=result.duration_s,
+        stages=stages,
+        valid=grade.valid,
+        score=grade.score,
+        grade_error=grade.error,
+        reward=_reward(task, grade, len(stages), reward),
+        isolation=result.isolation,
         stdout_tail=strip_markers(result.stdout, nonce) if instrument else result.stdout,
-        stderr_tail=result.stderr, plan=plan, program=program,
-        instrumented_program=instrumented.program, instrumentation=instrumented.method,
+        stderr_tail=result.stderr,
+        plan=plan,
+        program=program,
+        instrumented_program=instrumented.program,
+        instrumentation=instrumented.method,
     )
 
 
@@ -173,10 +201,21 @@ def run_response(response: str, task: TaskFiles, work_dir: Path, **options: Any)
 
 
 def _parse_failure(plan: str, error: str, task: TaskFiles, options: dict[str, Any]) -> AttemptOutcome:
-    config = options.get("reward", RewardConfig())
+    config = options.get("reward", DEFAULT_REWARD)
     return AttemptOutcome(
-        status="parse_error", exit_code=None, duration_s=0.0, stages=(), valid=False, score=None,
-        grade_error=error, reward=_reward(task, Grade(False, None, error), 0, config),
-        isolation=isolation_level(), stdout_tail="", stderr_tail="", plan=plan, program="",
-        instrumented_program="", instrumentation="none",
+        status="parse_error",
+        exit_code=None,
+        duration_s=0.0,
+        stages=(),
+        valid=False,
+        score=None,
+        grade_error=error,
+        reward=_reward(task, Grade(False, None, error), 0, config),
+        isolation=isolation_level(),
+        stdout_tail="",
+        stderr_tail="",
+        plan=plan,
+        program="",
+        instrumented_program="",
+        instrumentation="none",
     )

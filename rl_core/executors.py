@@ -27,9 +27,23 @@ from typing import Any, Protocol
 
 from rl_core.instrument import STAGES
 from rl_core.policy import Sample
+from rl_core.reward import RewardConfig, compute_reward
 
 RewardFn = Callable[[bool, float | None, int], float]
 """(valid, score or None, number of stages reached) -> reward."""
+
+
+def paper_reward(valid: bool, score: float | None, stages: int) -> float:
+    """rl_core.reward's `paper` preset for a higher-is-better score: the raw score or -10, plus 0.1 a stage.
+
+    >>> paper_reward(True, 0.5, 6), paper_reward(False, None, 2)
+    (1.1, -9.8)
+    """
+    config = RewardConfig(preset="paper")
+    return compute_reward(
+        valid=valid, score=score, stages_reached=stages, config=config, higher_is_better=True,
+        baseline_score=None, perfect_score=1.0,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -137,13 +151,13 @@ class SimulatedExecutor:
         table: family name -> FamilySpec; a job's family is `job.sample.info["family"]`.
         capacity: attempts run at once; further submissions wait in FIFO order.
         seed: with the attempt id, determines every duration and outcome.
-        reward: maps (valid, score, stages reached) to the reward (e.g. the `paper` preset).
+        reward: maps (valid, score, stages reached) to the reward; the `paper` preset by default.
     The time limit is each job's `sample.prompt.task.time_limit_s` (none when it is not positive).
     `busy_s` counts executor-seconds spent running attempts, for utilisation.
     """
 
     def __init__(
-        self, table: Mapping[str, FamilySpec], capacity: int, seed: int, *, reward: RewardFn
+        self, table: Mapping[str, FamilySpec], capacity: int, seed: int, *, reward: RewardFn = paper_reward
     ) -> None:
         self.table = dict(table)
         self.capacity = capacity

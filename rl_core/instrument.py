@@ -28,9 +28,9 @@ with-blocks, try-blocks):
 - ``submission_written``: ``.to_csv``, ``.write_csv`` or ``np.savetxt`` with a path that mentions
   ``submission`` (or a receiver named ``sub*``), and ``open(..., "w")`` of such a path.
 
-A call to a function or method of the program that contains events counts as those events too, so the
-marker also follows ``train = load_data()`` when ``load_data`` ends in ``return pd.read_csv(...)`` (a marker
-after a ``return`` would never run).
+A call to a function of the program (by its name) or to a method of one of its classes (``x.name(...)``)
+that contains events counts as those events too, so the marker also follows ``train = load_data()`` when
+``load_data`` ends in ``return pd.read_csv(...)`` (a marker after a ``return`` would never run).
 
 Semantics are never changed: a marker is a statement inserted after the statement containing the event
 (joined with ``;`` on the same line for a simple statement, so line numbers in tracebacks still match the
@@ -50,9 +50,8 @@ program that reads its own source (or its globals) can learn the nonce.
 from __future__ import annotations
 
 import ast
-import copy
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -124,8 +123,20 @@ _PREPROCESSOR_CLASS = re.compile(
     r"|PolynomialFeatures|SelectKBest|SelectFromModel|VarianceThreshold|Fold|Split|Splitter)$"
 )
 _MODEL_BASES = re.compile(r"(?:Module|BaseEstimator|ClassifierMixin|RegressorMixin|LightningModule)$")
-_READERS = {"read_csv", "read_parquet", "read_json", "read_feather", "read_excel", "read_table",
-            "read_pickle", "read_hdf", "read_fwf", "read_orc", "scan_csv", "scan_parquet"}
+_READERS = {
+    "read_csv",
+    "read_parquet",
+    "read_json",
+    "read_feather",
+    "read_excel",
+    "read_table",
+    "read_pickle",
+    "read_hdf",
+    "read_fwf",
+    "read_orc",
+    "scan_csv",
+    "scan_parquet",
+}
 _NUMPY_READERS = {"load", "loadtxt", "genfromtxt", "fromfile", "memmap"}
 _PATH_READERS = {"read_text", "read_bytes", "imread", "ImageFolder"}
 _FITS = {"fit", "partial_fit", "fit_generator"}
@@ -248,7 +259,8 @@ def _call_events(call: ast.Call, facts: _Facts, no_grad: bool) -> set[str]:
     """The stages one call is an event of (with `_LOOP` for a training-loop step)."""
     func, name = call.func, _name(call.func)
     receiver, args = _receiver(func), [*call.args, *(k.value for k in call.keywords)]
-    events: set[str] = set(facts.function_stages.get(name, ()))
+    key = name if isinstance(func, ast.Name) else "." + name  # functions are called by name, methods not
+    events: set[str] = set(facts.function_stages.get(key, ()))
     if _is_data_read(call, name, receiver, args, facts):
         events.add("data_loaded")
     if facts.is_model_class(name) or _is_torch_layer(func) or _is_pretrained_model(name, receiver):
@@ -271,14 +283,17 @@ def _is_data_read(call: ast.Call, name: str, receiver: str, args: list[ast.expr]
         return True
     opens = name == "open" and not _writes(call)
     if opens or name in _PATH_READERS:
-        return facts.mentions([*args, *([call.func.value] if isinstance(call.func, ast.Attribute) else [])], "input")
+        return facts.mentions(
+            [*args, *([call.func.value] if isinstance(call.func, ast.Attribute) else [])], "input"
+        )
     return False
 
 
 def _writes(call: ast.Call) -> bool:
     modes = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == "mode")]
-    return any(isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) & set("wax")
-               for m in modes)
+    return any(
+        isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) & set("wax") for m in modes
+    )
 
 
 def _is_fit(call: ast.Call, name: str, facts: _Facts) -> bool:
@@ -293,7 +308,9 @@ def _is_pretrained_model(name: str, receiver: str) -> bool:
     return name == "from_pretrained" and "Model" in receiver
 
 
-def _is_submission_write(call: ast.Call, name: str, receiver: str, args: list[ast.expr], facts: _Facts) -> bool:
+def _is_submission_write(
+    call: ast.Call, name: str, receiver: str, args: list[ast.expr], facts: _Facts
+) -> bool:
     if name in _WRITERS:
         return facts.mentions(args, "submission") or receiver.lower().startswith("sub")
     return name == "open" and _writes(call) and facts.mentions(args, "submission")
@@ -320,8 +337,9 @@ class _Walker:
     def __init__(self, facts: _Facts, import_anchor: ast.stmt | None) -> None:
         self.facts, self.import_anchor = facts, import_anchor
         self.anchors: dict[int, _Anchor] = {}
-        self.function_stages: dict[str, set[str]] = {}
+        self.function_stages: dict[str, set[str]] = {}  # "name" for functions, ".name" for methods
         self.functions: list[str] = []
+        self.class_bodies: set[int] = set()
 
     def body(self, stmts: list[ast.stmt], loops: _Loops = (), no_grad: bool = False) -> None:
         for stmt in stmts:
@@ -332,7 +350,9 @@ class _Walker:
         if _LOOP in events:
             events.discard(_LOOP)
             self._add(*(loops[0] if loops else (stmt, body)), {"model_trained"})
-        if stmt is self.import_anchor or (self.import_anchor is None and isinstance(stmt, ast.Import | ast.ImportFrom)):
+        if stmt is self.import_anchor or (
+            self.import_anchor is None and isinstance(stmt, ast.Import | ast.ImportFrom)
+        ):
             events.add("imports_done")
         if isinstance(stmt, ast.Return | ast.Raise):
             self._credit(events)  # a marker after it would never run: the call sites get it
@@ -342,10 +362,11 @@ class _Walker:
 
     def _nested(self, stmt: ast.stmt, body: list[ast.stmt], loops: _Loops, no_grad: bool) -> None:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            self.functions.append(stmt.name)
+            self.functions.append(("." if id(body) in self.class_bodies else "") + stmt.name)
             self.body(stmt.body, (), any(_name(d) in _NO_GRAD for d in stmt.decorator_list))
             self.functions.pop()
         elif isinstance(stmt, ast.ClassDef):
+            self.class_bodies.add(id(stmt.body))
             self.body(stmt.body)
         elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
             self.body(stmt.body, (*loops, (stmt, body)), no_grad)
@@ -365,7 +386,7 @@ class _Walker:
     def _credit(self, stages: set[str]) -> None:
         """Calls to the enclosing functions are events of `stages` too (dunder methods excepted)."""
         for function in self.functions:
-            if not function.startswith("__"):
+            if not function.lstrip(".").startswith("__"):
                 self.function_stages.setdefault(function, set()).update(stages - {"imports_done"})
 
 
@@ -474,7 +495,7 @@ def _is_compound(stmt: ast.stmt) -> bool:
     return any(isinstance(getattr(stmt, f, None), list) for f in ("body", "handlers", "cases"))
 
 
-def _line_start(anchor: _Anchor, parents: dict[int, ast.stmt], lines: list[str]) -> ast.stmt:
+def _line_start(anchor: _Anchor, parents: Mapping[int, ast.stmt], lines: list[str]) -> ast.stmt:
     """The statement after which a new line can go: an `elif` hands over to its `if`."""
     stmt = anchor.stmt
     while lines[stmt.lineno - 1].lstrip().startswith("elif") and id(stmt) in parents:
@@ -500,6 +521,11 @@ def _render_text(program: str, tree: ast.Module, anchors: list[_Anchor], nonce: 
             inline.append((anchor.stmt.end_lineno - 1, anchor.stmt.end_col_offset, "; " + call))  # type: ignore[operator,arg-type]
     edit = _prelude_edit(tree, lines, _prelude(nonce))
     (inline if len(edit) == 3 else new_lines).append(edit)  # type: ignore[arg-type]
+    return _splice(lines, inline, new_lines)
+
+
+def _splice(lines: list[str], inline: list[tuple[int, int, str]], new_lines: list[tuple[int, str]]) -> str:
+    """Apply edits to `lines`: texts inserted at (line index, byte column), and new lines before an index."""
     for index, column, text in sorted(inline, reverse=True):
         encoded = lines[index].encode()
         lines[index] = (encoded[:column] + text.encode() + encoded[column:]).decode()
@@ -526,8 +552,11 @@ def _is_marker(stmt: ast.stmt) -> bool:
         return False
     call = stmt.value
     return (
-        isinstance(call.func, ast.Name) and call.func.id == MARK_FUNCTION and not call.keywords
-        and bool(call.args) and all(isinstance(a, ast.Constant) and a.value in STAGES for a in call.args)
+        isinstance(call.func, ast.Name)
+        and call.func.id == MARK_FUNCTION
+        and not call.keywords
+        and bool(call.args)
+        and all(isinstance(a, ast.Constant) and a.value in STAGES for a in call.args)
     )
 
 
@@ -536,8 +565,11 @@ def _is_prelude(stmt: ast.stmt) -> bool:
         return False
     call = stmt.value
     return (
-        isinstance(call.func, ast.Name) and call.func.id == "exec" and len(call.args) == 1
-        and isinstance(call.args[0], ast.Constant) and str(call.args[0].value).startswith(f"def {MARK_FUNCTION}(")
+        isinstance(call.func, ast.Name)
+        and call.func.id == "exec"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Constant)
+        and str(call.args[0].value).startswith(f"def {MARK_FUNCTION}(")
     )
 
 
@@ -583,8 +615,10 @@ def instrument(program: str, nonce: str) -> Instrumented:
     Returns the program unchanged with no markers when it does not parse or has no recognisable event.
 
     >>> out = instrument("import pandas as pd\\ndf = pd.read_csv('input/train.csv')\\n", "ab12")
-    >>> out.inserted, out.program.splitlines()[1]
-    (('imports_done', 'data_loaded'), "df = pd.read_csv('input/train.csv'); __practicum_mark__('data_loaded')")
+    >>> out.inserted
+    ('imports_done', 'data_loaded')
+    >>> out.program.splitlines()[1]
+    "df = pd.read_csv('input/train.csv'); __practicum_mark__('data_loaded')"
     """
     tree = _parse(program)
     if tree is None:
@@ -634,18 +668,19 @@ def lm_instrument(program: str, nonce: str, generate: Callable[[str], str]) -> I
         candidate = _reply_code(generate(LM_PROMPT.format(program=program)))
     except Exception:
         return instrument(program, nonce)
-    stages = _checked(candidate, ast.dump(tree), prelude=False)
+    original_dump = ast.dump(tree)
+    stages = _checked(candidate, original_dump, prelude=False)
     if not stages:
         return instrument(program, nonce)
-    candidate_tree = ast.parse(candidate)
     lines = candidate.split("\n")
-    edit = _prelude_edit(candidate_tree, lines, _prelude(nonce))
-    if len(edit) == 3:
-        encoded = lines[edit[0]].encode()
-        lines[edit[0]] = (encoded[: edit[1]] + edit[2].encode() + encoded[edit[1]:]).decode()
-    else:
-        lines.insert(edit[0], edit[1])
-    return Instrumented("\n".join(lines), stages, "lm")
+    edit = _prelude_edit(ast.parse(candidate), lines, _prelude(nonce))
+    try:
+        with_prelude = _splice(lines, [edit], []) if len(edit) == 3 else _splice(lines, [], [edit])  # type: ignore[list-item]
+    except (IndexError, UnicodeDecodeError):
+        return instrument(program, nonce)
+    if _checked(with_prelude, original_dump, prelude=True) != stages:
+        return instrument(program, nonce)
+    return Instrumented(with_prelude, stages, "lm")
 
 
 def _reply_code(reply: str) -> str:

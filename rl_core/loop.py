@@ -6,6 +6,9 @@ sampled at once from the newest policy. The loop never waits for stragglers: a s
 whichever batch is being filled when it arrives, tagged with the version that sampled it (its staleness is
 recorded, it is never dropped). Synchronous (`sync=True`): sample B, wait for all B, update, repeat.
 
+The learner's update runs in the loop's thread: attempts in flight keep running meanwhile, and the
+replacement for the attempt that completed the batch is sampled right after the update.
+
 Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "solve" or, with probability
 `improve_prob` when the task's pool of earlier valid solutions is not empty, "improve" one drawn uniformly
 from that pool (the best `max_pool` distinct programs by score). Attempt ids are f"{seed}-{n}", so a resumed
@@ -19,6 +22,7 @@ state when it has one (the simulator), so resuming gives exactly the same next u
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -88,7 +92,12 @@ class LoopSummary:
 
 
 class Observer(Protocol):
-    """Hooks through which the web layer persists and publishes a run; times are on the executor's clock."""
+    """Hooks through which the web layer persists and publishes a run; times are on the executor's clock.
+
+    on_attempt_started is called again for an attempt re-dispatched after a resume (same attempt id);
+    staleness is the number of updates between sampling and finishing; metrics are the learner's plus
+    loop/attempts_finished, loop/in_flight and loop/wall_s. An exception raised here stops the run.
+    """
 
     def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None: ...
 
@@ -131,6 +140,9 @@ def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:
     return score > than if higher_is_better else score < than
 
 
+_TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max")
+
+
 @dataclass
 class LoopState:
     """Everything about a run that a checkpoint must restore (besides policy, learner and RNGs)."""
@@ -145,9 +157,6 @@ class LoopState:
     best: dict[str, BestSolution] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TOTALS, 0.0))
     wall_before_s: float = 0.0  # wall-clock of earlier sessions of this run (before a resume)
-
-
-_TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max")
 
 
 def state_to_dict(state: LoopState) -> dict[str, Any]:
@@ -279,7 +288,7 @@ class _Run:
     def remember(self, job: Job, outcome: Any) -> None:
         """Add a valid attempt to its task's improve pool and track the task's best solution."""
         task, score = self.by_slug[job.task_slug], float(outcome.score)
-        better = lambda a, b: is_better(a, b, higher_is_better=task.higher_is_better)  # noqa: E731
+        better = functools.partial(is_better, higher_is_better=task.higher_is_better)
         best = self.state.best.get(task.slug)
         if best is None or better(score, best.score):
             self.state.best[task.slug] = BestSolution(job.attempt_id, score, job.sample.response)

@@ -175,5 +175,5 @@ def load_pretrained(source: Path | str, *, device: str, dtype: Any) -> tuple[Any
     import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
-    model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True)
+    model: Any = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True)
     return model.to(device).eval(), tokenizer

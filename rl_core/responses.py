@@ -38,7 +38,8 @@ class _Block:
 
 def _blocks(lines: list[str]) -> tuple[list[_Block], int | None]:
     """The fenced blocks of `lines`, and the 0-based line of a fence left open (None if all are closed)."""
-    blocks, index = [], 0
+    blocks: list[_Block] = []
+    index = 0
     while index < len(lines):
         opening = _FENCE.match(lines[index])
         if opening is None:
@@ -46,8 +47,11 @@ def _blocks(lines: list[str]) -> tuple[list[_Block], int | None]:
             continue
         fence = opening["fence"]
         closing = next(
-            (j for j in range(index + 1, len(lines))
-             if lines[j].strip().startswith(fence[0] * len(fence)) and set(lines[j].strip()) == {fence[0]}),
+            (
+                j
+                for j in range(index + 1, len(lines))
+                if lines[j].strip().startswith(fence[0] * len(fence)) and set(lines[j].strip()) == {fence[0]}
+            ),
             None,
         )
         if closing is None:
@@ -72,14 +76,18 @@ def parse_response(text: str) -> ParsedResponse:
     blocks, unclosed = _blocks(lines)
     python = [b for b in blocks if b.language in _PYTHON_TAGS]
     if unclosed is not None:
-        return ParsedResponse(text.strip(), None, f"The code fence opened on line {unclosed + 1} is never closed.")
+        return ParsedResponse(
+            text.strip(), None, f"The code fence opened on line {unclosed + 1} is never closed."
+        )
     if not python:
         return ParsedResponse(text.strip(), None, "The response has no fenced Python code block.")
     if len(python) > 1:
         starts = ", ".join(str(b.first_line + 1) for b in python)
         return ParsedResponse(
-            text.strip(), None, f"The response has {len(python)} fenced Python code blocks (opened on lines "
-            f"{starts}); exactly one is expected."
+            text.strip(),
+            None,
+            f"The response has {len(python)} fenced Python code blocks (opened on lines "
+            f"{starts}); exactly one is expected.",
         )
     block = python[0]
     around = ("\n".join(lines[: block.first_line]).strip(), "\n".join(lines[block.last_line + 1 :]).strip())

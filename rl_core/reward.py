@@ -88,8 +88,13 @@ def normalized_score(score: float, *, baseline: float, perfect: float, higher_is
 
 
 def _score_term(
-    score: float, *, config: RewardConfig, higher_is_better: bool, baseline_score: float | None,
-    perfect_score: float, leaderboard: Sequence[float] | None,
+    score: float,
+    *,
+    config: RewardConfig,
+    higher_is_better: bool,
+    baseline_score: float | None,
+    perfect_score: float,
+    leaderboard: Sequence[float] | None,
 ) -> float:
     direction = 1.0 if higher_is_better else -1.0
     if config.mode == "percentile" and leaderboard:
@@ -98,7 +103,9 @@ def _score_term(
         return direction * score
     if baseline_score is None:
         return _clip(direction * score)
-    return normalized_score(score, baseline=baseline_score, perfect=perfect_score, higher_is_better=higher_is_better)
+    return normalized_score(
+        score, baseline=baseline_score, perfect=perfect_score, higher_is_better=higher_is_better
+    )
 
 
 def compute_reward(
@@ -142,7 +149,11 @@ def compute_reward(
     if not valid or score is None or not math.isfinite(score):
         return round(config.failure + credit, 12)
     term = _score_term(
-        score, config=config, higher_is_better=higher_is_better, baseline_score=baseline_score,
-        perfect_score=perfect_score, leaderboard=leaderboard,
+        score,
+        config=config,
+        higher_is_better=higher_is_better,
+        baseline_score=baseline_score,
+        perfect_score=perfect_score,
+        leaderboard=leaderboard,
     )
     return round(term + credit, 12)

@@ -34,8 +34,8 @@ worker's own Python interpreter, under one of two isolation levels, detected onc
     marker (`rl_core.instrument.MARKER_PREFIX`) are kept apart (distinct lines, at most `MAX_MARKER_LINES`),
     so a long output cannot push them out of the tail;
   - scratch size: RLIMIT_FSIZE per file, and the scratch dir's total (bytes in regular files, plus a cap
-    on the number of entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after; over the cap the
-    program is killed. The overshoot is bounded by the write rate times the check interval;
+    on the number of entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after;
+    over the cap the program is killed. The overshoot is bounded by the write rate times the check interval;
   - the submission is reported only when ``submission/submission.csv`` is a regular file inside the
     scratch dir (a symlink to the answers, or a ``submission`` directory replaced by a link, is ignored).
 
@@ -114,7 +114,8 @@ _FALLBACK_MAIN = (
     "exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))"
 )
 """How the fallback starts program.py: Python would open it by its absolute path, whose parent dirs the
-program's uid may not be allowed to traverse; a relative open from the working directory needs no such right."""
+program's uid may not be allowed to traverse; a relative open from the working directory needs no such
+right."""
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
 
 
@@ -177,7 +178,7 @@ class ExecutionResult:
 
 @functools.cache
 def isolation_level() -> Isolation:
-    """``"bwrap"`` when a minimal bubblewrap sandbox starts on this machine, else ``"rlimits"`` (warned once)."""
+    """``"bwrap"`` when a minimal bubblewrap sandbox starts here, else ``"rlimits"`` (warned once)."""
     if shutil.which("bwrap") is not None:
         probe = [_tool("bwrap"), *_namespace_flags(), *_system_binds(), "--proc", "/proc", "--dev", "/dev"]
         probe += ["--size", str(2**20), "--tmpfs", "/dev/shm", "--", _tool("true")]
@@ -250,6 +251,8 @@ def _kill_uid(uid: int) -> None:
 def _prepare_work_dir(request: ExecutionRequest, uid: int | None, isolation: Isolation) -> None:
     """Create the scratch layout; the program's uid owns the dirs it may write, root keeps program.py."""
     work = request.work_dir
+    if not request.input_dir.is_dir():
+        raise ValueError(f"input_dir {request.input_dir} is not a directory.")
     work.mkdir(parents=True, exist_ok=True)
     if (work / SUBMISSION).exists():
         raise ValueError(f"{work / SUBMISSION} already exists: each attempt needs a fresh work_dir.")
@@ -281,7 +284,7 @@ def _python_roots() -> list[str]:
     """The interpreter's prefixes outside /usr (the venv and its base), outermost only."""
     executable_prefix = str(Path(os.path.realpath(sys.executable)).parent.parent)
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, executable_prefix}
-    roots = sorted(os.path.realpath(p) for p in found if not p.startswith("/usr/"))
+    roots = sorted(r for r in map(os.path.realpath, found) if r != "/usr" and not r.startswith("/usr/"))
     return [r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots)]
 
 
@@ -308,10 +311,11 @@ def _python_binds() -> list[str]:
     return args
 
 
-def _gpu_binds(allow_gpu: bool) -> list[str]:
+def _gpu_binds(allow_gpu: bool, devices_dir: Path = Path("/dev")) -> list[str]:
+    """Device binds of the NVIDIA nodes (nvidia0, nvidiactl, nvidia-uvm, nvidia-caps/...) when allowed."""
     if not allow_gpu:
         return []
-    devices = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    devices = sorted(str(p) for p in devices_dir.glob("nvidia*"))
     return [arg for device in devices for arg in ("--dev-bind", device, device)]
 
 
@@ -379,8 +383,14 @@ def _command(request: ExecutionRequest, isolation: Isolation, uid: int | None) -
     switch_user = _setpriv(uid) if uid is not None else []
     if isolation == "bwrap":
         program = f"{SANDBOX_ROOT}/{PROGRAM_NAME}"
-        return [*_rlimit_command(request), *_bwrap_command(request, env), "--", *switch_user,
-                sys.executable, program], {}
+        return [
+            *_rlimit_command(request),
+            *_bwrap_command(request, env),
+            "--",
+            *switch_user,
+            sys.executable,
+            program,
+        ], {}
     return [*_rlimit_command(request), *switch_user, sys.executable, "-c", _FALLBACK_MAIN], env
 
 
@@ -462,46 +472,64 @@ class _Supervisor:
     def run(self, argv: list[str], env: dict[str, str]) -> _Ended:
         self.start = time.monotonic()
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=self.request.work_dir, start_new_session=True,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=self.request.work_dir,
+            start_new_session=True,
         )
-        try:
-            self._loop()
-        finally:
-            self._finish()
+        with selectors.DefaultSelector() as selector:
+            try:
+                for stream, sink in (
+                    (self.proc.stdout, self._on_stdout),
+                    (self.proc.stderr, self.stderr.feed),
+                ):
+                    os.set_blocking(stream.fileno(), False)  # type: ignore[union-attr]
+                    selector.register(stream, selectors.EVENT_READ, sink)  # type: ignore[arg-type]
+                self._loop(selector)
+            finally:
+                self._finish()
         assert self.wait is not None
         status, cpu_s = self.wait
+        killed_by_us = self.killed and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         return _Ended(
-            None if self.killed and not self._exited_by_itself(status) else os.waitstatus_to_exitcode(status),
-            cpu_s, min(self.end, self.start + self.request.timeout_s) - self.start,
-            self.timed_out, self.over_scratch,
+            None if killed_by_us else os.waitstatus_to_exitcode(status),
+            cpu_s,
+            min(self.end, self.start + self.request.timeout_s) - self.start,
+            self.timed_out,
+            self.over_scratch,
         )
 
-    def _exited_by_itself(self, status: int) -> bool:
-        return not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
-
-    def _loop(self) -> None:
-        selector = selectors.DefaultSelector()
-        for stream, sink in ((self.proc.stdout, self._on_stdout), (self.proc.stderr, self.stderr.feed)):
-            assert stream is not None
-            os.set_blocking(stream.fileno(), False)
-            selector.register(stream.fileno(), selectors.EVENT_READ, sink)
-        deadline, next_check, drain_until = self.start + self.request.timeout_s, self.start, math.inf
+    def _loop(self, selector: selectors.BaseSelector) -> None:
+        """Read output until the process has been reaped and its output drained (or DRAIN_S has passed)."""
+        deadline, next_check, drain_until = (
+            self.start + self.request.timeout_s,
+            self.start + SCRATCH_CHECK_S,
+            math.inf,
+        )
         while True:
             if self.wait is None and self._poll_exit():
                 drain_until = time.monotonic() + DRAIN_S
             now = time.monotonic()
-            if self.wait is not None and (not selector.get_map() or now >= drain_until):
-                return
-            if self.wait is None and now >= deadline:
-                self.timed_out = True
-                self._kill()
-            if self.wait is None and now >= next_check:
-                self.over_scratch = self.over_scratch or _scratch_over(self.request)
-                if self.over_scratch:
+            if self.wait is not None:
+                if not selector.get_map() or now >= drain_until:
+                    return
+                wake = drain_until
+            else:
+                if now >= deadline and not self.killed:
+                    self.timed_out = True
                     self._kill()
-                next_check = now + SCRATCH_CHECK_S
-            self._read(selector, max(0.0, min(deadline, next_check, drain_until, now + 0.05) - now))
+                if now >= next_check:
+                    self.over_scratch = self.over_scratch or _scratch_over(self.request)
+                    if self.over_scratch:
+                        self._kill()
+                    next_check = now + SCRATCH_CHECK_S
+                wake = now + 0.01 if self.killed else min(deadline, next_check)
+            self._read(
+                selector, min(max(0.0, wake - now), 0.05)
+            )  # 50 ms: notice an exit with pipes held open
 
     def _read(self, selector: selectors.BaseSelector, timeout_s: float) -> None:
         if not selector.get_map():
@@ -548,8 +576,7 @@ class _Supervisor:
             while not self._poll_exit():
                 time.sleep(0.01)
         for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+            stream.close()  # type: ignore[union-attr]
 
 
 def _scratch_usage(work_dir: Path) -> tuple[int, int]:
@@ -589,8 +616,14 @@ def _scratch_over(request: ExecutionRequest) -> bool:
 
 
 def decide_status(
-    *, exit_code: int | None, timed_out: bool, over_scratch: bool, cpu_s: float, cpu_limit_s: float,
-    stderr: str, isolation: Isolation,
+    *,
+    exit_code: int | None,
+    timed_out: bool,
+    over_scratch: bool,
+    cpu_s: float,
+    cpu_limit_s: float,
+    stderr: str,
+    isolation: Isolation,
 ) -> Status:
     """The status, by the rules of the module docstring.
 
@@ -640,14 +673,15 @@ def _note(request: ExecutionRequest, ended: _Ended) -> str:
     if ended.timed_out:
         return f"\n[sandbox] killed at the {request.timeout_s:g} s wall-clock limit\n"
     if ended.over_scratch:
-        return f"\n[sandbox] killed: the scratch dir exceeded {request.max_file_mb} MB or {MAX_SCRATCH_ENTRIES} entries\n"
+        limits = f"{request.max_file_mb} MB or {MAX_SCRATCH_ENTRIES} entries"
+        return f"\n[sandbox] killed: the scratch dir exceeded {limits}\n"
     return ""
 
 
 def execute(request: ExecutionRequest) -> ExecutionResult:
     """Run `request.program` in the sandbox and report how it ended. Blocks until it has.
 
-    Raises ValueError for a reused work_dir; never for anything the program does.
+    Raises ValueError for a missing input_dir or a reused work_dir; never for anything the program does.
     """
     isolation = isolation_level()
     uid = _acquire_uid()
@@ -662,8 +696,13 @@ def execute(request: ExecutionRequest) -> ExecutionResult:
         ended = _Ended(ended.exit_code, ended.cpu_s, ended.duration_s, ended.timed_out, True)
     stderr = supervisor.stderr.text() + _note(request, ended)
     status = decide_status(
-        exit_code=ended.exit_code, timed_out=ended.timed_out, over_scratch=ended.over_scratch,
-        cpu_s=ended.cpu_s, cpu_limit_s=_cpu_limit_s(request), stderr=stderr, isolation=isolation,
+        exit_code=ended.exit_code,
+        timed_out=ended.timed_out,
+        over_scratch=ended.over_scratch,
+        cpu_s=ended.cpu_s,
+        cpu_limit_s=_cpu_limit_s(request),
+        stderr=stderr,
+        isolation=isolation,
     )
     return ExecutionResult(
         status=status,

@@ -1,19 +1,79 @@
-"""The Celery app (`celery -A workers worker -Q sandbox`). Configuration comes from Django settings."""
+"""The Celery app. Configuration comes from Django settings (REDIS_URL: Redis is broker and backend).
 
+Queues: `sandbox` (attempts, CPU nodes), `sandbox-gpu` (attempts whose programs ask for a GPU) and `gpu`
+(run supervisors: the policy and the learner). Start workers as docs/operations.md shows, e.g.
+    celery -A workers worker -Q sandbox -c 4 -n sandbox@%h
+    celery -A workers worker -Q gpu -c 1 -n gpu@%h
+
+Long work, safely: tasks are acknowledged only when they end (acks_late), requeued when their worker
+dies (reject_on_worker_lost), one message prefetched per process. Redis' visibility timeout (after which
+an unacknowledged message is delivered again) is PRACTICUM_VISIBILITY_TIMEOUT_S, above the longest run,
+so a supervisor that is still working is never handed to a second worker; attempts of a dead worker are
+re-sent much sooner by their supervisor (workers.executor). A worker that consumes `gpu` looks, when it
+starts, for runs whose supervisor died and starts them again (workers.recovery); `celery -A workers beat`
+does the same every minute.
+"""
+
+from __future__ import annotations
+
+import logging
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-app = Celery("practicum")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.update(
-    task_acks_late=True,
-    task_reject_on_worker_lost=True,
-    worker_prefetch_multiplier=1,
-    task_default_queue="sandbox",
-    # The supervisor (policy + learner) runs on GPU nodes; attempts run on sandbox nodes.
-    task_routes={"practicum.supervise_run": {"queue": "gpu"}},
-)
+log = logging.getLogger(__name__)
+
+ROUTES = {
+    "practicum.supervise_run": {"queue": "gpu"},
+    "practicum.recover_runs": {"queue": "gpu"},
+    "practicum.execute_attempt": {"queue": "sandbox"},
+}
+
+
+def make_app(broker_url: str | None = None, *, set_as_current: bool = True) -> Celery:
+    """A configured app; `broker_url` overrides the settings' broker and backend (tests, benchmarks)."""
+    from workers.options import option
+
+    preconf = {"broker": broker_url, "backend": broker_url} if broker_url else {}
+    app = Celery("practicum", set_as_current=set_as_current, **preconf)
+    app.config_from_object("django.conf:settings", namespace="CELERY")
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue="sandbox",
+        task_routes=ROUTES,
+        broker_transport_options={"visibility_timeout": option("PRACTICUM_VISIBILITY_TIMEOUT_S")},
+        result_backend_transport_options={"visibility_timeout": option("PRACTICUM_VISIBILITY_TIMEOUT_S")},
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,  # a Redis restart is waited out, never fatal
+        worker_cancel_long_running_tasks_on_connection_loss=False,  # attempts outlive a broker outage
+        beat_schedule={"recover-runs": {"task": "practicum.recover_runs", "schedule": 60.0}},
+    )
+    if broker_url:
+        app.conf.broker_url = app.conf.result_backend = broker_url
+    return app
+
+
+app = make_app()
 app.autodiscover_tasks(["workers"])
+
+
+@worker_ready.connect
+def recover_when_ready(sender, **kwargs) -> None:
+    """A worker that consumes `gpu` restarts the supervisors of orphaned runs as soon as it is up."""
+    queues = set(sender.app.amqp.queues.consume_from or {})
+    if "gpu" not in queues:
+        return
+    from workers.recovery import recover_orphaned_runs
+
+    try:
+        recovered = recover_orphaned_runs()
+    except Exception:  # recovery must never keep a worker from starting
+        log.exception("recovering orphaned runs failed")
+        return
+    if recovered:
+        log.warning("restarted the supervisors of runs %s", recovered)

@@ -6,12 +6,33 @@ from celery import shared_task
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="practicum.supervise_run")
-def supervise_run(self, run_id: int) -> None:
-    """Drive a run to its end (or resume it from its newest checkpoint). Safe to redeliver."""
-    from webapp.runs.models import Run
-    from webapp.runs.supervisor import run_supervise
+def supervise_run(self, run_id: int) -> str:
+    """Drive a run to its end (or resume it from its newest checkpoint). Safe to redeliver: a run that is
+    over, or already has a live supervisor, is left alone."""
+    from workers.supervision import supervise
 
-    run = Run.objects.filter(id=run_id).first()
-    if run is None or not run.is_active:
-        return
-    run_supervise(run_id=run_id)
+    return supervise(run_id)
+
+
+ATTEMPT_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+
+
+@shared_task(bind=True, name="practicum.execute_attempt", **ATTEMPT_OPTIONS)
+def execute_attempt(
+    self, *, run_id: int, key: str, slug: str, response: str, lease_s: float, max_tries: int
+) -> str:
+    """Run one attempt in the sandbox and report it to the run's supervisor. Safe to redeliver: an attempt
+    that already has a result is not run again (workers.attempts)."""
+    from workers.attempts import AttemptOrder
+    from workers.attempts import execute_attempt as execute
+
+    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries)
+    return execute(order)
+
+
+@shared_task(name="practicum.recover_runs")
+def recover_runs() -> list[int]:
+    """Start a supervisor for every active run that has none alive (celery beat runs this every minute)."""
+    from workers.recovery import recover_orphaned_runs
+
+    return recover_orphaned_runs()

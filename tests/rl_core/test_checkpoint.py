@@ -14,7 +14,9 @@ from rl_core.checkpoint import (
     sample_from_dict,
     sample_to_dict,
     save_checkpoint,
+    warm_start,
 )
+from rl_core.policies.table import TablePolicy
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
 
 TASK = TaskInfo("comp", "a task", "rmse", False, "id", ("y",), 60.0, features={"rows": 100})
@@ -71,3 +73,12 @@ def test_a_sample_survives_a_checkpoint_round_trip(directory):
 def test_an_experience_survives_the_plain_data_round_trip():
     experience = Experience(improve_sample(), -9.7, 12.5, False)
     assert experience_from_dict(experience_to_dict(experience), {"comp": TASK}) == experience
+
+
+def test_a_warm_start_takes_the_policy_parameters_of_another_run(directory):
+    trained = TablePolicy(["a", "b"], init_logits=[1.5, -0.5])
+    save_checkpoint(directory, 4, {"policy": trained.state_dict(), "learner": {}, "loop": {}})
+    fresh = TablePolicy(["a", "b"])
+    warm_start(fresh, directory)
+    assert torch.equal(fresh.logits, trained.logits)
+    assert fresh.version == 0

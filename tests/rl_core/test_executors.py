@@ -21,10 +21,6 @@ TABLE = {
 }
 
 
-def paper_reward(valid: bool, score: float | None, stages: int) -> float:
-    return (score if valid and score is not None else -10.0) + 0.1 * stages
-
-
 def make_job(attempt_id: str, family: str, *, time_limit_s: float = 100.0) -> Job:
     task = TaskInfo("comp", "", "accuracy", True, "id", ("y",), time_limit_s)
     sample = Sample(Prompt(task=task, kind="solve"), render_program(family), (-1.0,), 0, {"family": family})
@@ -32,7 +28,7 @@ def make_job(attempt_id: str, family: str, *, time_limit_s: float = 100.0) -> Jo
 
 
 def simulator(capacity: int = 4, seed: int = 0) -> SimulatedExecutor:
-    return SimulatedExecutor(TABLE, capacity, seed, reward=paper_reward)
+    return SimulatedExecutor(TABLE, capacity, seed)
 
 
 def test_simulated_clock_jumps_to_each_next_completion():
@@ -192,3 +188,49 @@ def test_local_executor_clock_is_monotonic_seconds_since_creation(tmp_path):
     threading.Event().wait(0.05)
     assert executor.now() - before >= 0.05
     executor.close()
+
+
+WRITE_CONSTANT = """Plan: predict "no" for every row.
+
+```python
+import csv
+
+rows = list(csv.DictReader(open("input/test.csv")))
+with open("submission/submission.csv", "w") as out:
+    out.write("id,y\\n" + "".join(f"{row['id']},no\\n" for row in rows))
+print("wrote", len(rows))
+```
+"""
+
+
+@pytest.fixture
+def tiny_task(tmp_path):
+    from rl_core.environment import TaskFiles
+    from rl_core.grading import GradingSpec
+
+    public, private = tmp_path / "tiny" / "public", tmp_path / "tiny" / "private"
+    public.mkdir(parents=True)
+    private.mkdir()
+    (public / "train.csv").write_text(
+        "id,x,y\n" + "".join(f"{i},{i},{'yes' if i % 4 else 'no'}\n" for i in range(8))
+    )
+    (public / "test.csv").write_text("id,x\n" + "".join(f"{i},{i}\n" for i in range(8, 12)))
+    (private / "answers.csv").write_text("id,y\n8,no\n9,yes\n10,no\n11,yes\n")
+    grading = GradingSpec("accuracy", "id", ("y",))
+    return TaskFiles("tiny", public, private / "answers.csv", grading, 60, 2048, baseline_score=0.5)
+
+
+@pytest.mark.slow
+def test_local_executor_runs_real_sandboxed_attempts(tiny_task, data_dir):
+    executor = LocalExecutor({"tiny": tiny_task}, 2, data_dir / "attempts")
+    task = TaskInfo("tiny", "", "accuracy", True, "id", ("y",), 60.0)
+    for attempt_id, response in (("0-0", WRITE_CONSTANT), ("0-1", "no code at all")):
+        executor.submit(Job(attempt_id, Sample(Prompt(task=task, kind="solve"), response, (0.0,), 0), "tiny"))
+    finished = executor.wait(120.0)
+    while len(finished) < 2:
+        finished += executor.wait(120.0)
+    executor.close()
+    outcomes = {f.attempt_id: f.outcome for f in finished}
+    assert (outcomes["0-0"].valid, outcomes["0-0"].score) == (True, 0.5)
+    assert outcomes["0-0"].duration_s > 0
+    assert outcomes["0-1"].status == "parse_error"

@@ -47,13 +47,15 @@ def stages_of(program: str) -> tuple[str, ...]:
 def run(program: str, cwd) -> subprocess.CompletedProcess:
     (cwd / "input").mkdir(exist_ok=True)
     (cwd / "submission").mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-c", program], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", program], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
 
 
 def is_marker_or_prelude(stmt: ast.stmt) -> bool:
     call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
     name = call.func.id if call is not None and isinstance(call.func, ast.Name) else ""
-    return name == "__practicum_mark__" or (name == "exec" and "def __practicum_mark__" in ast.unparse(call))
+    return name == "__practicum_mark__" or (name == "exec" and "def __practicum_mark__" in ast.unparse(stmt))
 
 
 def without_markers(source: str) -> str:
@@ -67,7 +69,9 @@ def without_markers(source: str) -> str:
     return ast.dump(tree)
 
 
-PIPELINE = STUBS + """
+PIPELINE = (
+    STUBS
+    + """
 import os
 import sys
 
@@ -89,14 +93,21 @@ def main():
 if __name__ == "__main__":
     main()
 """
+)
 
 
-# ------------------------------------------------------------------------------------- reading stages
+# ---------------------------------------------------------------------------------------- reading stages
 
 
 def test_parse_stages_keeps_only_lines_with_the_nonce_in_canonical_order():
-    stdout = "\n".join([marker_line(NONCE, "model_trained"), marker_line("other", "data_loaded"),
-                        "@@practicum::imports_done", marker_line(NONCE, "imports_done")])
+    stdout = "\n".join(
+        [
+            marker_line(NONCE, "model_trained"),
+            marker_line("other", "data_loaded"),
+            "@@practicum::imports_done",
+            marker_line(NONCE, "imports_done"),
+        ]
+    )
     assert parse_stages(stdout, NONCE) == ("imports_done", "model_trained")
 
 
@@ -113,7 +124,7 @@ def test_strip_markers_removes_genuine_markers_and_keeps_forged_ones():
     assert strip_markers(stdout, NONCE) == f"a\nb\n{marker_line('forged', 'data_loaded')}\n"
 
 
-# ------------------------------------------------------------------------------------- finding events
+# ---------------------------------------------------------------------------------------- finding events
 
 
 def test_it_marks_imports_done_after_the_last_top_level_import():
@@ -146,7 +157,9 @@ def test_it_does_not_count_opening_a_file_outside_input_as_data():
 
 
 def test_it_follows_a_path_held_in_a_variable():
-    assert stages_of("TRAIN = 'input/train.json'\nwith open(TRAIN) as f:\n    rows = f.read()\n") == ("data_loaded",)
+    assert stages_of("TRAIN = 'input/train.json'\nwith open(TRAIN) as f:\n    rows = f.read()\n") == (
+        "data_loaded",
+    )
 
 
 @pytest.mark.parametrize(
@@ -167,8 +180,12 @@ def test_it_marks_model_defined_after_an_estimator_is_built(line):
 
 
 def test_it_marks_model_defined_when_a_torch_module_of_the_program_is_instantiated():
-    program = "import torch\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\nmodel = Net().to('cpu')\n"
-    assert instrument(program, NONCE).program.splitlines()[4] == "model = Net().to('cpu'); __practicum_mark__('model_defined')"
+    program = "import torch\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+    program += "model = Net().to('cpu')\n"
+    assert (
+        instrument(program, NONCE).program.splitlines()[4]
+        == "model = Net().to('cpu'); __practicum_mark__('model_defined')"
+    )
 
 
 def test_it_does_not_count_a_loss_or_a_scaler_as_a_model():
@@ -212,7 +229,9 @@ def test_it_marks_predictions_made_after_predict(line):
 
 def test_it_marks_predictions_made_for_a_model_called_under_no_grad():
     program = "model = Net()\nwith torch.no_grad():\n    out = model(X)\nloss = model(X)\n"
-    lines = instrument("import torch\nclass Net(nn.Module):\n    pass\n" + program, NONCE).program.splitlines()
+    lines = instrument(
+        "import torch\nclass Net(nn.Module):\n    pass\n" + program, NONCE
+    ).program.splitlines()
     del lines[0]
     assert lines[4] == "    out = model(X); __practicum_mark__('predictions_made')"
     assert lines[5] == "loss = model(X)"
@@ -238,14 +257,17 @@ def test_it_does_not_count_other_csv_writes_as_the_submission():
 
 def test_it_marks_the_call_of_a_helper_whose_return_is_the_event():
     program = "import os\ndef load():\n    return pd.read_csv('input/train.csv')\ntrain = load()\n"
-    assert instrument(program, NONCE).program.splitlines()[3] == "train = load(); __practicum_mark__('data_loaded')"
+    assert (
+        instrument(program, NONCE).program.splitlines()[3]
+        == "train = load(); __practicum_mark__('data_loaded')"
+    )
 
 
 def test_it_marks_every_stage_of_a_complete_pipeline():
     assert stages_of(PIPELINE) == STAGES
 
 
-# ------------------------------------------------------------------------------------- never changing the program
+# ---------------------------------------------------------------------------- never changing the program
 
 
 def test_without_its_markers_the_instrumented_program_is_the_original():
@@ -295,7 +317,7 @@ def test_it_rejects_a_nonce_that_could_break_out_of_the_marker_string():
         instrument("import os\n", "x'); import shutil; ('")
 
 
-# ------------------------------------------------------------------------------------- running instrumented code
+# ----------------------------------------------------------------------------- running instrumented code
 
 
 def test_the_instrumented_pipeline_prints_every_stage_once_and_the_same_output(tmp_path):
@@ -311,19 +333,27 @@ def test_a_crash_after_training_reaches_exactly_the_stages_before_it(tmp_path):
     program = PIPELINE.replace("    predictions = model.predict(test)", "    raise RuntimeError('boom')")
     result = run(instrument(program, NONCE).program, tmp_path)
     assert "RuntimeError: boom" in result.stderr
-    assert parse_stages(result.stdout, NONCE) == ("imports_done", "data_loaded", "model_defined", "model_trained")
+    assert parse_stages(result.stdout, NONCE) == (
+        "imports_done",
+        "data_loaded",
+        "model_defined",
+        "model_trained",
+    )
 
 
 def test_a_traceback_points_at_the_original_line(tmp_path):
     program = "import os\nx = 1\nraise ValueError(x)\n"
     result = run(instrument(program, NONCE).program, tmp_path)
-    assert 'line 3, in <module>' in result.stderr
+    assert "line 3, in <module>" in result.stderr
 
 
 def test_markers_reach_stdout_even_when_the_program_redirects_sys_stdout(tmp_path):
     program = "import io, sys\nsys.stdout = io.StringIO()\nx = np.load('input/a.npy')\n"
     program = "class np:\n    load = staticmethod(lambda p: 1)\n" + program
-    assert parse_stages(run(instrument(program, NONCE).program, tmp_path).stdout, NONCE) == ("imports_done", "data_loaded")
+    assert parse_stages(run(instrument(program, NONCE).program, tmp_path).stdout, NONCE) == (
+        "imports_done",
+        "data_loaded",
+    )
 
 
 def test_a_marker_does_not_break_a_program_that_closed_stdout(tmp_path):
@@ -332,28 +362,36 @@ def test_a_marker_does_not_break_a_program_that_closed_stdout(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-# ------------------------------------------------------------------------------------- the LM instrumenter
+# ----------------------------------------------------------------------------------- the LM instrumenter
 
 
 SMALL = "import pandas as pd\ndf = pd.read_csv('input/train.csv')\nprint(len(df))\n"
 
 
 def test_the_lm_instrumenter_keeps_an_lm_output_that_only_adds_markers():
-    reply = ("```python\nimport pandas as pd\n__practicum_mark__('imports_done')\n"
-             "df = pd.read_csv('input/train.csv')\n__practicum_mark__(\"data_loaded\")\nprint(len(df))\n```")
+    reply = (
+        "```python\nimport pandas as pd\n__practicum_mark__('imports_done')\n"
+        "df = pd.read_csv('input/train.csv')\n__practicum_mark__(\"data_loaded\")\nprint(len(df))\n```"
+    )
     out = lm_instrument(SMALL, NONCE, lambda prompt: reply)
     assert (out.method, out.inserted) == ("lm", ("imports_done", "data_loaded"))
     assert without_markers(out.program.split("; ", 1)[1]) == ast.dump(ast.parse(SMALL))
 
 
 def test_the_lm_instrumenter_shows_the_program_to_the_lm():
-    prompts = []
-    lm_instrument(SMALL, NONCE, lambda prompt: prompts.append(prompt) or "")
+    prompts: list[str] = []
+
+    def generate(prompt: str) -> str:
+        prompts.append(prompt)
+        return ""
+
+    lm_instrument(SMALL, NONCE, generate)
     assert prompts == [LM_PROMPT.format(program=SMALL)]
 
 
 def test_the_lm_instrumenter_falls_back_to_the_ast_when_the_lm_changes_the_code():
-    reply = "```python\nimport pandas as pd\ndf = pd.read_csv('input/test.csv')\n__practicum_mark__('data_loaded')\n```"
+    reply = "```python\nimport pandas as pd\ndf = pd.read_csv('input/test.csv')\n"
+    reply += "__practicum_mark__('data_loaded')\n```"
     out = lm_instrument(SMALL, NONCE, lambda prompt: reply)
     assert out == instrument(SMALL, NONCE)
 
@@ -376,3 +414,25 @@ def test_the_lm_instrumenter_falls_back_to_the_ast_when_generation_fails():
         raise RuntimeError("out of memory")
 
     assert lm_instrument(SMALL, NONCE, broken).method == "ast"
+
+
+def test_a_torch_train_mode_switch_is_not_the_training_function_of_the_same_name():
+    program = textwrap.dedent(
+        """\
+        import torch
+        def train(model):
+            model.train()
+            for xb in loader:
+                model(xb).sum().backward()
+        train(net)
+        """
+    )
+    lines = instrument(program, NONCE).program.splitlines()
+    assert lines[2] == "    model.train()"
+    assert lines[6] == "train(net); __practicum_mark__('model_trained')"
+
+
+def test_a_method_of_the_program_that_loads_data_marks_its_calls():
+    program = "import os\nclass Data:\n    def load(self):\n        return pd.read_csv('input/a.csv')\n"
+    program += "frame = Data().load()\n"
+    assert instrument(program, NONCE).program.splitlines()[4].endswith("__practicum_mark__('data_loaded')")

@@ -68,8 +68,16 @@ def tiny_model(seed: int = 0, hidden: int = 32) -> LlamaForCausalLM:
 
 
 def make_policy(model: LlamaForCausalLM | None = None, **overrides) -> LMPolicy:
-    settings = {"max_new_tokens": 12, "lora_r": 4, "lora_alpha": 8, "device": "cpu", "sampler": "transformers"}
-    return LMPolicy(model or tiny_model(), TOKENIZER, LMPolicyConfig(**(settings | overrides)))
+    settings = {
+        "max_new_tokens": 12,
+        "lora_r": 4,
+        "lora_alpha": 8,
+        "device": "cpu",
+        "sampler": "transformers",
+    }
+    return LMPolicy(
+        LMPolicyConfig(**(settings | overrides)), model=model or tiny_model(), tokenizer=TOKENIZER
+    )
 
 
 def perturb_adapters(policy: LMPolicy, scale: float = 0.5) -> None:
@@ -231,7 +239,10 @@ def test_prompts_longer_than_the_limit_are_cut_to_it():
 def test_the_learner_takes_a_ppo_step_on_an_lm_policy_with_ratios_of_one():
     policy = make_policy()
     samples = draw(policy, [SOLVE, IMPROVE, SOLVE])
-    batch = [Experience(s, reward, duration, True) for s, reward, duration in zip(samples, [1.0, -1.0, 0.5], [1.0, 2.0, 3.0])]
+    batch = [
+        Experience(s, reward, duration, True)
+        for s, reward, duration in zip(samples, [1.0, -1.0, 0.5], [1.0, 2.0, 3.0], strict=True)
+    ]
     learner = Learner(policy, LearnerConfig(lr=1e-2, ppo_epochs=1, kl_coef=0.1))
     metrics = learner.update(batch, current_version=0)
     assert metrics["charts/clip_fraction"] == 0.0
@@ -270,9 +281,9 @@ def test_a_response_is_cut_after_its_first_closed_python_block():
 
 
 def test_a_response_ends_with_its_end_token_when_no_block_closes_before():
-    ids = ids_of("no code") + [TOKENIZER.eos_token_id] + ids_of("```python\nx\n```")
+    ids = [*ids_of("no code"), TOKENIZER.eos_token_id, *ids_of("```python\nx\n```")]
     trimmed, reason = trim_response(ids, TOKENIZER, {TOKENIZER.eos_token_id})
-    assert (trimmed, reason) == (ids_of("no code") + [TOKENIZER.eos_token_id], "eos")
+    assert (trimmed, reason) == ([*ids_of("no code"), TOKENIZER.eos_token_id], "eos")
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -299,7 +310,7 @@ def test_vllm_samples_with_the_adapter_pushed_after_an_update(tmp_path):
     base.save_pretrained(tmp_path / "model")
     TOKENIZER.save_pretrained(tmp_path / "model")
     config = LMPolicyConfig(max_new_tokens=12, lora_r=8, lora_alpha=16, device="cuda", sampler="vllm")
-    policy = LMPolicy(base, TOKENIZER, config, model_path=tmp_path / "model")
+    policy = LMPolicy(config, model=base, tokenizer=TOKENIZER, model_path=tmp_path / "model")
     first = draw(policy, [SOLVE])[0]
     perturb_adapters(policy)
     policy.version += 1

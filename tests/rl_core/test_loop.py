@@ -20,10 +20,6 @@ TABLE = {
 }
 
 
-def paper_reward(valid: bool, score: float | None, stages: int) -> float:
-    return (score if valid and score is not None else -10.0) + 0.1 * stages
-
-
 def make_task(slug: str = "comp", time_limit_s: float = 5000.0) -> TaskInfo:
     return TaskInfo(slug, "a task", "accuracy", True, "id", ("y",), time_limit_s)
 
@@ -51,7 +47,7 @@ class Recorder:
 def setup(families, *, logits=None, capacity=8, seed=0, keep_bonus=0.0, executor_cls=SimulatedExecutor):
     policy = TablePolicy(families, init_logits=logits, keep_bonus=keep_bonus)
     learner = Learner(policy, LearnerConfig(lr=0.05, seed=seed))
-    executor = executor_cls({f: TABLE[f] for f in families}, capacity, seed, reward=paper_reward)
+    executor = executor_cls({f: TABLE[f] for f in families}, capacity, seed)
     return policy, learner, executor
 
 
@@ -252,9 +248,7 @@ def test_resuming_redispatches_exactly_the_attempts_whose_results_never_arrived(
 
 def test_evaluation_keeps_the_improved_solution_when_it_scores_higher():
     policy = TablePolicy(["fast", "medium"], init_logits=[20.0, 0.0], keep_bonus=-100.0)  # improve switches
-    executor = SimulatedExecutor(
-        {"fast": TABLE["fast"], "medium": FamilySpec(2.0, score_mean=0.7)}, 1, 0, reward=paper_reward
-    )
+    executor = SimulatedExecutor({"fast": TABLE["fast"], "medium": FamilySpec(2.0, score_mean=0.7)}, 1, 0)
     result = evaluate(policy, executor, make_task())
     assert result.solve.score < result.improve.score
     assert result.best is result.improve
@@ -263,7 +257,7 @@ def test_evaluation_keeps_the_improved_solution_when_it_scores_higher():
 
 def test_evaluation_does_not_improve_an_invalid_solution():
     policy = TablePolicy(["crash", "fast"], init_logits=[20.0, 0.0])
-    executor = SimulatedExecutor({f: TABLE[f] for f in ("crash", "fast")}, 1, 0, reward=paper_reward)
+    executor = SimulatedExecutor({f: TABLE[f] for f in ("crash", "fast")}, 1, 0)
     result = evaluate(policy, executor, make_task())
     assert result.improve is None
     assert result.best is result.solve

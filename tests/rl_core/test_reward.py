@@ -10,10 +10,20 @@ ACCURACY = {"higher_is_better": True, "perfect_score": 1.0}
 RMSE = {"higher_is_better": False, "perfect_score": 0.0}
 
 
-def reward(config=RewardConfig(), *, valid=True, score=None, stages=0, baseline=None, metric=ACCURACY, board=None):
+NORMALIZED = RewardConfig()
+
+
+def reward(
+    config=NORMALIZED, *, valid=True, score=None, stages=0, baseline=None, metric=ACCURACY, board=None
+):
     return compute_reward(
-        valid=valid, score=score, stages_reached=stages, config=config, baseline_score=baseline,
-        leaderboard=board, **metric,
+        valid=valid,
+        score=score,
+        stages_reached=stages,
+        config=config,
+        baseline_score=baseline,
+        leaderboard=board,
+        **metric,
     )
 
 

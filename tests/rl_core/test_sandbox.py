@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -100,7 +101,9 @@ def test_it_refuses_a_work_dir_that_already_holds_a_submission(box, data_dir):
 
 
 def test_program_can_write_temporary_files_and_they_stay_in_the_scratch_dir(box):
-    result = box.run("import tempfile; f = tempfile.NamedTemporaryFile(delete=False); f.write(b'x'); print(f.name)")
+    result = box.run(
+        "import tempfile; f = tempfile.NamedTemporaryFile(delete=False); f.write(b'x'); print(f.name)"
+    )
     assert result.status == "ok"
     assert list((box.work_dir / "tmp").iterdir())
 
@@ -113,14 +116,18 @@ def test_it_keeps_only_the_tail_of_a_long_output(box):
 
 
 def test_it_keeps_marker_lines_that_the_output_cap_pushed_out_of_the_tail(box):
-    result = box.run("print('@@practicum:ab12:data_loaded')\nfor i in range(100000): print(i)", max_output_bytes=1000)
+    result = box.run(
+        "print('@@practicum:ab12:data_loaded')\nfor i in range(100000): print(i)", max_output_bytes=1000
+    )
     assert "data_loaded" not in result.stdout
     assert result.marker_lines == ("@@practicum:ab12:data_loaded",)
 
 
 def test_it_finds_a_marker_written_after_text_without_a_newline(box):
     result = box.run("print('x' * 10000, end=''); print('@@practicum:ab12:model_trained')")
-    assert result.marker_lines == ("x" * (512 - len("@@practicum:ab12:model_trained")) + "@@practicum:ab12:model_trained",)
+    assert result.marker_lines == (
+        "x" * (512 - len("@@practicum:ab12:model_trained")) + "@@practicum:ab12:model_trained",
+    )
 
 
 def test_it_times_out_and_reports_the_limit_as_the_duration(box):
@@ -150,7 +157,8 @@ def test_program_imports_the_ml_stack(box):
         import numpy, pandas, sklearn.ensemble, lightgbm, xgboost, scipy.stats, torch
         print(torch.tensor([1.0, 2.0]).sum().item(), lightgbm.__version__ > '', xgboost.__version__ > '')
         """,
-        timeout_s=240, memory_mb=4096,
+        timeout_s=240,
+        memory_mb=4096,
     )
     assert (result.status, result.stdout) == ("ok", "3.0 True True\n"), result.stderr
 
@@ -172,8 +180,13 @@ def test_it_warns_once_and_falls_back_to_rlimits_when_bwrap_is_missing(monkeypat
 
 def status(exit_code, stderr="", *, timed_out=False, over_scratch=False, cpu_s=0.0, isolation="bwrap"):
     return decide_status(
-        exit_code=exit_code, timed_out=timed_out, over_scratch=over_scratch, cpu_s=cpu_s, cpu_limit_s=10,
-        stderr=stderr, isolation=isolation,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        over_scratch=over_scratch,
+        cpu_s=cpu_s,
+        cpu_limit_s=10,
+        stderr=stderr,
+        isolation=isolation,
     )
 
 
@@ -242,3 +255,22 @@ def test_prune_scratch_does_not_follow_links_out_of_the_root(tmp_path):
     os.utime(attempt, (0, 0), follow_symlinks=False)
     prune_scratch(root, keep_days=1, max_total_mb=100)
     assert not attempt.exists() and (outside / "out.bin").exists()
+
+
+def test_gpu_device_nodes_are_bound_only_when_allowed(tmp_path):
+    for name in ("nvidia0", "nvidiactl", "null"):
+        (tmp_path / name).touch()
+    assert sandbox._gpu_binds(False, tmp_path) == []
+    assert sandbox._gpu_binds(True, tmp_path) == [
+        "--dev-bind", str(tmp_path / "nvidia0"), str(tmp_path / "nvidia0"),
+        "--dev-bind", str(tmp_path / "nvidiactl"), str(tmp_path / "nvidiactl"),
+    ]  # fmt: skip
+
+
+def test_the_sandbox_binds_no_project_home_or_data_paths(box, data_dir):
+    request = ExecutionRequest("", box.public_dir, data_dir / "attempts" / "x", 1, 1)
+    args = sandbox._bwrap_command(request, {})
+    sources = {args[i + 1] for i, arg in enumerate(args) if arg in ("--bind", "--ro-bind", "--ro-bind-try")}
+    forbidden = {"/", "/work", "/work/main", "/root", "/tmp", "/var/lib/postgresql", str(data_dir)}
+    assert sources & forbidden == set()
+    assert all(not s.startswith("/work/main/") or s.startswith(sys.prefix) for s in sources)

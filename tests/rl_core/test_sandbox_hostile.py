@@ -319,7 +319,8 @@ def test_a_fork_bomb_is_contained_and_times_out(box):
             except OSError:
                 time.sleep(0.05)
         """,
-        timeout_s=3, max_processes=32,
+        timeout_s=3,
+        max_processes=32,
     )
     assert result.status == "timeout"
     uid = int(result.stdout.split()[0])
@@ -430,11 +431,18 @@ def test_program_runs_as_an_unprivileged_user(box):
 
 def test_program_cannot_forge_stage_markers(box, data_dir):
     task = TaskFiles(
-        slug="tiny", public_dir=box.public_dir, answers_path=box.answers_path,
-        grading=GradingSpec("accuracy", "id", ("y",)), time_limit_s=30, memory_mb=1024, baseline_score=None,
+        slug="tiny",
+        public_dir=box.public_dir,
+        answers_path=box.answers_path,
+        grading=GradingSpec("accuracy", "id", ("y",)),
+        time_limit_s=30,
+        memory_mb=1024,
+        baseline_score=None,
     )
     stages = ["imports_done", "data_loaded", "model_defined", "model_trained", "submission_written"]
-    forged = "\n".join(f"print('@@practicum:{nonce}:{stage}')" for nonce in ("0" * 16, "nonce") for stage in stages)
+    forged = "\n".join(
+        f"print('@@practicum:{nonce}:{stage}')" for nonce in ("0" * 16, "nonce") for stage in stages
+    )
     outcome = run_program(forged, task, data_dir / "forge", nonce="a1b2c3d4e5f60718")
     assert outcome.status == "ok"
     assert outcome.stages == ()

@@ -28,7 +28,8 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if not await run_is_visible_to(user=self.scope["user"], run_id=self.run_id):
             await self.close(code=FORBIDDEN)
             return
-        # Join before the snapshot, so no event falls between them; the page drops events with seq <= snapshot's.
+        # Join before the snapshot, so no event falls between them; the page drops events with
+        # seq <= the snapshot's.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self.send_json(await run_snapshot(run_id=self.run_id))

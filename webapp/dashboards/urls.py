@@ -1,3 +1,5 @@
+"""Dashboard pages: runs, attempts, run control, compare, exports, the API token and reference, assets."""
+
 from django.urls import path
 
 from webapp.dashboards import views
@@ -5,8 +7,16 @@ from webapp.dashboards import views
 app_name = "dashboards"
 urlpatterns = [
     path("runs/", views.run_list, name="run_list"),
+    path("runs/new/", views.run_start, name="run_start"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("runs/<int:run_id>/clone/", views.run_clone, name="run_clone"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/export/<str:what>.<str:fmt>", views.run_export, name="run_export"),
     path("runs/<int:run_id>/attempts/<int:number>/", views.attempt_page, name="attempt"),
+    path("runs/<int:run_id>/attempts/<int:number>/bundle.zip", views.attempt_bundle, name="attempt_bundle"),
+    path("compare/", views.compare_page, name="compare"),
+    path("token/", views.api_token, name="api_token"),
+    path("docs/api/", views.api_reference, name="api_reference"),
     path("assets/plotly.min.js", views.plotly_js, name="plotly_js"),
     path("assets/<str:name>", views.asset, name="asset"),
 ]

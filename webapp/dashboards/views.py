@@ -1,4 +1,7 @@
-"""Run pages: the list, the live run dashboard, one attempt. The live data comes over the websocket."""
+"""Run pages: the list, the live run dashboard, one attempt, starting, cloning and cancelling runs, the
+compare page, exports, the API token and API reference pages. Each view checks who is asking (the
+selectors decide visibility), calls one service or builder, and renders; live data comes over the websocket.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +9,36 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_POST
 
-from webapp.runs import selectors
+from webapp.competitions import selectors as competition_selectors
+from webapp.dashboards import apidocs, compare, exports, forms, leaderboard, tokens
+from webapp.runs import selectors, services
 from webapp.runs.models import Attempt, Run
 from webapp.runs.payloads import attempt_detail
 
+EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
 
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = selectors.runs_visible_to(user=request.user).select_related("owner").prefetch_related("competitions")
+    runs = (
+        selectors.runs_visible_to(user=request.user).select_related("owner").prefetch_related("competitions")
+    )
     return render(request, "dashboards/run_list.html", {"runs": runs[:200]})
 
 
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = visible_run_or_404(request, run_id)
-    return render(request, "dashboards/run.html", {"run": run})
+    return render(request, "dashboards/run.html", {"run": run, "can_control": may_control(request, run)})
 
 
 def attempt_page(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
     run = visible_run_or_404(request, run_id)
-    attempt = run.attempts.select_related("competition").filter(number=number).first()
-    if attempt is None:
-        raise Http404("No such attempt.")
+    attempt = attempt_or_404(run, number)
     best = run.best_attempt if run.best_attempt_id and run.best_attempt_id != attempt.id else None
     context = {"run": run, "attempt": attempt, "detail": attempt_detail(attempt), "best": best,
                "diff": program_diff(best, attempt) if best else ""}  # fmt: skip
@@ -42,6 +51,105 @@ def program_diff(old: Attempt, new: Attempt) -> str:
         fromfile=f"attempt {old.number} (best)", tofile=f"attempt {new.number}", lineterm="",
     )  # fmt: skip
     return "\n".join(lines)
+
+
+@login_required
+def run_start(request: HttpRequest) -> HttpResponse:
+    """GET: the form (`?competition=SLUG` preselects one). POST: start the run and open its page."""
+    slug = request.GET.get("competition", "")
+    competition = (
+        competition_selectors.competition_get_visible(slug=slug, user=request.user) if slug else None
+    )
+    return run_form(request, initial=forms.initial_for_competition(competition), source=None)
+
+
+@login_required
+def run_clone(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The start form prefilled with another visible run's settings; the new run records `cloned_from`."""
+    source = visible_run_or_404(request, run_id)
+    return run_form(request, initial=forms.initial_from_run(source), source=source)
+
+
+def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> HttpResponse:
+    visible = competition_selectors.competitions_visible_to(user=request.user)
+    form = forms.RunStartForm(request.POST or None, initial=initial, competitions=visible)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        run = services.run_start(
+            owner=request.user, competitions=list(data["competitions"]), config=data["config"],
+            name=data["name"], is_public=data["is_public"], cloned_from=source,
+        )  # fmt: skip
+        return redirect("dashboards:run", run_id=run.id)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "dashboards/run_start.html", {"form": form, "source": source}, status=status)
+
+
+@require_POST
+@login_required
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Only the run's owner (or staff) may cancel it; others who can see the run get 403."""
+    run = visible_run_or_404(request, run_id)
+    if not may_control(request, run):
+        return HttpResponse("Only the run's owner can cancel it.", status=403)
+    services.run_cancel(run_id=run.id)
+    return redirect("dashboards:run", run_id=run.id)
+
+
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """`/compare/?runs=1,2,3[&all=1]`: the visible runs among those asked, side by side."""
+    runs = selectors.runs_get_visible(
+        run_ids=compare.parse_run_ids(request.GET.get("runs", "")), user=request.user
+    )
+    show_all = request.GET.get("all") == "1"
+    competitions = {c.id: c for run in runs for c in run.competitions.all()}
+    context = {
+        "runs": runs,
+        "run_ids": ",".join(str(r.id) for r in runs),
+        "show_all": show_all,
+        "curves": [compare.run_curve(run) for run in runs],
+        "config_rows": compare.config_rows(runs, show_all=show_all),
+        "best": compare.best_submissions(runs),
+        "leaderboards": [
+            (c, leaderboard.competition_leaderboard(competition=c, user=request.user))
+            for c in competitions.values()
+        ],
+    }
+    return render(request, "dashboards/compare.html", context)
+
+
+def run_export(request: HttpRequest, run_id: int, what: str, fmt: str) -> HttpResponse:
+    """`/runs/<id>/export/attempts.csv` (or .json), `/runs/<id>/export/metrics.csv` (or .json)."""
+    run = visible_run_or_404(request, run_id)
+    body = exports.run_export(run, what, fmt)
+    if body is None:
+        raise Http404("No such export.")
+    return attachment(body, EXPORT_TYPES[fmt], f"run-{run.id}-{what}.{fmt}")
+
+
+def attempt_bundle(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
+    attempt = attempt_or_404(visible_run_or_404(request, run_id), number)
+    return attachment(
+        exports.attempt_bundle(attempt), "application/zip", f"run-{run_id}-attempt-{number}.zip"
+    )
+
+
+def attachment(body: str | bytes, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+def api_token(request: HttpRequest) -> HttpResponse:
+    """GET shows the user's API token; POST makes a new one (the old one stops working)."""
+    token = tokens.api_token_rotate(user=request.user) if request.method == "POST" else None
+    token = token or tokens.api_token_get(user=request.user)
+    return render(request, "dashboards/api_token.html", {"token": token})
+
+
+def api_reference(request: HttpRequest) -> HttpResponse:
+    """The OpenAPI schema as a readable page, drawn on the server (no CDN: works offline)."""
+    return render(request, "dashboards/api_reference.html", {"operations": apidocs.operations()})
 
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -73,3 +181,16 @@ def visible_run_or_404(request: HttpRequest, run_id: int) -> Run:
     if run is None:
         raise Http404("No such run.")
     return run
+
+
+def attempt_or_404(run: Run, number: int) -> Attempt:
+    attempt = selectors.attempt_get(run=run, number=number)
+    if attempt is None:
+        raise Http404("No such attempt.")
+    return attempt
+
+
+def may_control(request: HttpRequest, run: Run) -> bool:
+    """Cancelling is the owner's (and staff's) alone; cloning is open to anyone who can see the run."""
+    user = request.user
+    return user.is_authenticated and (run.owner_id == user.id or user.is_staff)

@@ -1,9 +1,15 @@
 """REST endpoints for runs, their attempts and learner metrics; start and cancel. Authorization is the
-pages' (selectors); every write goes through a service."""
+pages' (selectors): a run you may not view is a 404 here as on its page. Every write goes through a service.
+
+Lists are paginated (`?page=N`, `?page_size=M` up to 1000) and filtered by query parameters; auth is a
+session (the browser) or a token (`Authorization: Token <key>`, from /token/ or `manage.py drf_create_token`).
+"""
 
 from __future__ import annotations
 
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
@@ -12,14 +18,22 @@ from rest_framework.views import APIView
 
 from webapp.competitions import selectors as competition_selectors
 from webapp.runs import selectors, services
-from webapp.runs.config import RunConfig
-from webapp.runs.models import Run
+from webapp.runs.models import Attempt, Run
 from webapp.runs.payloads import attempt_detail, attempt_summary, run_summary
+
+JSON_OBJECT = OpenApiTypes.OBJECT
+
+
+class Pages(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 1000
 
 
 class RunCreateSerializer(serializers.Serializer):
     competitions = serializers.ListField(child=serializers.SlugField(), allow_empty=False)
-    config = serializers.DictField(required=False, default=dict)
+    config = serializers.DictField(
+        required=False, default=dict, help_text="RunConfig fields; defaults for the rest."
+    )
     name = serializers.CharField(required=False, allow_blank=True, default="")
     is_public = serializers.BooleanField(default=False)
 
@@ -31,40 +45,106 @@ def visible_run(request, run_id: int) -> Run:
     return run
 
 
+def param(name: str, description: str, kind=OpenApiTypes.STR, enum=None) -> OpenApiParameter:
+    return OpenApiParameter(name, kind, OpenApiParameter.QUERY, description=description, enum=enum)
+
+
+PAGES = [
+    param("page", "1-based page number.", OpenApiTypes.INT),
+    param("page_size", f"Items per page (default 50, at most {Pages.max_page_size}).", OpenApiTypes.INT),
+]
+RUN_FILTERS = [
+    *PAGES,
+    param("competition", "Only runs on the competition with this slug."),
+    param("status", "Only runs in this status.", enum=Run.Status.values),
+    param("policy", "Only runs of this policy kind.", enum=Run.PolicyKind.values),
+    param("owner", "Only runs of the user with this username."),
+]
+ATTEMPT_FILTERS = [
+    *PAGES,
+    param("status", "Only attempts in this status.", enum=Attempt.Status.values),
+    param(
+        "valid", "Only attempts with (true) or without (false) a valid submission.", enum=["true", "false"]
+    ),
+    param("prompt_kind", "solve or improve.", enum=["solve", "improve"]),
+    param("family", "Only attempts of this model family."),
+    param("competition", "Only attempts on the competition with this slug (multi-competition runs)."),
+    param("after", "Only attempts numbered above this.", OpenApiTypes.INT),
+    param(
+        "ordering",
+        "number (oldest first, the default) or -number (newest first).",
+        enum=["number", "-number"],
+    ),
+]
+
+
+def filter_runs(runs, query):
+    for name, field in (("competition", "competitions__slug"), ("status", "status"), ("policy", "policy"),
+                        ("owner", "owner__username")):  # fmt: skip
+        if value := query.get(name):
+            runs = runs.filter(**{field: value})
+    return runs.distinct()
+
+
+def filter_attempts(attempts, query):
+    for name, field in (("status", "status"), ("prompt_kind", "prompt_kind"), ("family", "family"),
+                        ("competition", "competition__slug")):  # fmt: skip
+        if value := query.get(name):
+            attempts = attempts.filter(**{field: value})
+    if query.get("valid") in ("true", "false"):
+        attempts = attempts.filter(valid=query["valid"] == "true")
+    if query.get("after", "").isdigit():
+        attempts = attempts.filter(number__gt=int(query["after"]))
+    return attempts.order_by("-number" if query.get("ordering") == "-number" else "number")
+
+
 class RunList(APIView):
+    @extend_schema(
+        operation_id="runs_list",
+        summary="Runs you may view (yours and public ones)",
+        parameters=RUN_FILTERS,
+        responses={200: JSON_OBJECT},
+    )
     def get(self, request):
-        runs = selectors.runs_visible_to(user=request.user).prefetch_related("competitions")
-        if slug := request.query_params.get("competition"):
-            runs = runs.filter(competitions__slug=slug)
-        if run_status := request.query_params.get("status"):
-            runs = runs.filter(status=run_status)
-        paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(runs, request, view=self)
+        runs = (
+            selectors.runs_visible_to(user=request.user)
+            .select_related("owner")
+            .prefetch_related("competitions")
+        )
+        paginator = Pages()
+        page = paginator.paginate_queryset(filter_runs(runs, request.query_params), request, view=self)
         return paginator.get_paginated_response([run_summary(r) for r in page])
 
+    @extend_schema(
+        operation_id="runs_create",
+        summary="Start a run (logged in)",
+        request=RunCreateSerializer,
+        responses={201: JSON_OBJECT},
+    )
     def post(self, request):
         if not request.user.is_authenticated:
             return Response({"error": "Log in to start a run."}, status=status.HTTP_403_FORBIDDEN)
         form = RunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         slugs = form.validated_data["competitions"]
-        competitions = [competition_selectors.competition_get_visible(slug=s, user=request.user) for s in slugs]
+        competitions = [
+            competition_selectors.competition_get_visible(slug=s, user=request.user) for s in slugs
+        ]
         missing = [s for s, c in zip(slugs, competitions, strict=True) if c is None]
         if missing:
             return Response({"error": f"competitions: no competition called {missing[0]!r}."}, status=400)
         try:
-            config = RunConfig.from_dict(form.validated_data["config"])
+            run = services.run_start(
+                owner=request.user, competitions=competitions, config=form.validated_data["config"],
+                name=form.validated_data["name"], is_public=form.validated_data["is_public"],
+            )  # fmt: skip
         except (TypeError, ValueError) as error:
             return Response({"error": str(error)}, status=status.HTTP_400_BAD_REQUEST)
-        run = services.run_create(
-            owner=request.user, competitions=competitions, policy=config.policy, config=config.to_dict(),
-            name=form.validated_data["name"], is_public=form.validated_data["is_public"],
-        )  # fmt: skip
-        services.run_enqueue(run_id=run.id)
         return Response(run_summary(run), status=status.HTTP_201_CREATED)
 
 
 class RunDetail(APIView):
+    @extend_schema(operation_id="runs_retrieve", summary="One run", responses={200: JSON_OBJECT})
     def get(self, request, run_id: int):
         return Response(run_summary(visible_run(request, run_id)))
 
@@ -72,33 +152,60 @@ class RunDetail(APIView):
 class RunCancel(APIView):
     permission_classes = [IsAuthenticated]
 
+    @extend_schema(
+        operation_id="runs_cancel",
+        summary="Cancel a run (its owner only)",
+        request=None,
+        responses={200: JSON_OBJECT},
+    )
     def post(self, request, run_id: int):
         run = visible_run(request, run_id)
         if run.owner_id != request.user.id and not request.user.is_staff:
-            return Response({"error": "Only the run's owner can cancel it."}, status=status.HTTP_403_FORBIDDEN)
+            return Response(
+                {"error": "Only the run's owner can cancel it."}, status=status.HTTP_403_FORBIDDEN
+            )
         return Response(run_summary(services.run_cancel(run_id=run.id)))
 
 
 class RunAttempts(APIView):
+    @extend_schema(
+        operation_id="runs_attempts_list",
+        summary="A run's attempts, paginated (no program text)",
+        parameters=ATTEMPT_FILTERS,
+        responses={200: JSON_OBJECT},
+    )
     def get(self, request, run_id: int):
-        attempts = selectors.run_attempts(run=visible_run(request, run_id))
-        if attempt_status := request.query_params.get("status"):
-            attempts = attempts.filter(status=attempt_status)
-        if request.query_params.get("valid") in ("true", "false"):
-            attempts = attempts.filter(valid=request.query_params["valid"] == "true")
-        paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(attempts, request, view=self)
+        attempts = selectors.run_attempt_rows(run=visible_run(request, run_id))
+        paginator = Pages()
+        page = paginator.paginate_queryset(
+            filter_attempts(attempts, request.query_params), request, view=self
+        )
         return paginator.get_paginated_response([attempt_summary(a) for a in page])
 
 
 class AttemptDetail(APIView):
+    @extend_schema(
+        operation_id="runs_attempts_retrieve",
+        summary="One attempt with its plan, programs and outputs",
+        responses={200: JSON_OBJECT},
+    )
     def get(self, request, run_id: int, number: int):
-        attempt = selectors.run_attempts(run=visible_run(request, run_id)).filter(number=number).first()
+        attempt = selectors.attempt_get(run=visible_run(request, run_id), number=number)
         if attempt is None:
             raise Http404
         return Response(attempt_detail(attempt))
 
 
 class RunMetrics(APIView):
+    @extend_schema(
+        operation_id="runs_metrics_list",
+        summary="A run's learner updates (namespaced metrics: losses/policy, charts/entropy, ...)",
+        parameters=[param("after", "Only updates with a policy version above this.", OpenApiTypes.INT)],
+        responses={200: inline_serializer("MetricHistory", {"results": serializers.ListField()})},
+    )
     def get(self, request, run_id: int):
-        return Response({"results": selectors.run_metric_history(run=visible_run(request, run_id))})
+        steps = selectors.run_metric_history(run=visible_run(request, run_id))
+        after = request.query_params.get("after", "")
+        if after.isdigit():
+            steps = [s for s in steps if s["version"] > int(after)]
+        return Response({"results": steps})

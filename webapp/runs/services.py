@@ -11,6 +11,7 @@ from django.utils import timezone
 from rl_core.metrics import get_metric
 from webapp.competitions.models import Competition
 from webapp.runs import events
+from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
 
@@ -150,3 +151,61 @@ def run_enqueue(*, run_id: int) -> None:
     from workers.dispatch import enqueue_run
 
     enqueue_run(run_id)
+
+
+def run_start(
+    *,
+    owner,
+    competitions: list[Competition],
+    config: dict[str, Any],
+    name: str = "",
+    is_public: bool = False,
+    cloned_from: Run | None = None,
+) -> Run:
+    """Check `config` (ValueError names the field), create the run, and hand it to a supervisor once it
+    commits. What the UI's start and clone forms and the API's POST /api/runs/ call."""
+    checked = RunConfig.from_dict(config)
+    run = run_create(
+        owner=owner, competitions=competitions, policy=checked.policy, config=checked.to_dict(),
+        name=name, is_public=is_public, cloned_from=cloned_from,
+    )  # fmt: skip
+    run_enqueue(run_id=run.id)
+    return run
+
+
+def attempt_note_try(*, run_id: int, key: str, tries: int) -> None:
+    """Record that a worker started execution number `tries` of the attempt (a redelivery after its worker
+    died). Only ever raises the count; an attempt not yet recorded, or already finished, is left alone."""
+    with transaction.atomic():
+        attempt = (
+            Attempt.objects.select_for_update()
+            .filter(run_id=run_id, key=key, status=Attempt.Status.RUNNING, tries__lt=tries)
+            .first()
+        )
+        if attempt is None:
+            return
+        attempt.tries = tries
+        attempt.save(update_fields=["tries"])
+        events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt)})
+
+
+def run_start_within_quota(
+    *,
+    owner,
+    competitions: list[Competition],
+    config: dict[str, Any],
+    name: str = "",
+    is_public: bool = False,
+    cloned_from: Run | None = None,
+) -> Run:
+    """`run_start` behind the per-user quotas (webapp.runs.quotas): raises QuotaExceeded (a ValueError whose
+    message says which limit and what to do) instead of creating the run. What the UI and API should call."""
+    from webapp.runs import quotas
+
+    checked = RunConfig.from_dict(config)
+    with transaction.atomic():
+        quotas.run_admit(owner=owner, config=checked)
+        return run_start(
+            owner=owner, competitions=competitions, config=config, name=name, is_public=is_public,
+            cloned_from=cloned_from,
+        )  # fmt: skip

@@ -16,7 +16,9 @@ SAMPLE = {"prompt_kind": "solve", "family": "knn", "info": {}, "response": ""}
 
 def communicator_for(run, user) -> WebsocketCommunicator:
     communicator = WebsocketCommunicator(
-        application, f"/ws/runs/{run.id}/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")]
+        application,
+        f"/ws/runs/{run.id}/",
+        headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")],
     )
     communicator.scope["user"] = user
     return communicator

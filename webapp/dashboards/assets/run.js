@@ -1,10 +1,18 @@
 // The live run page: one websocket, a snapshot on connect, then incremental events ordered by `seq`.
 // A gap in seq (or a reconnect) asks the server for a fresh snapshot, so nothing is ever double-counted.
+// The snapshot's chart history is downsampled by the server; its `stats` (finished, valid, stage counts)
+// and `best_steps` (every improvement of the best score) are exact and are kept up to date from events.
+// Once the page holds too many points it asks for a fresh (re-downsampled) snapshot. Redraws are
+// throttled, so a fast run costs a few redraws a second. The table shows the newest 50 live and pages
+// older attempts from /api/runs/<id>/attempts/.
 (function () {
   const runId = JSON.parse(document.getElementById("run-id").textContent);
-  const state = { seq: 0, attempts: new Map(), metrics: new Map(), total: 0, run: null };
+  const MAX_POINTS = 4000, DRAW_EVERY_MS = 400, PAGE_SIZE = 50;
+  const STAGES = ["imports_done", "data_loaded", "model_defined", "model_trained", "predictions_made", "submission_written"];
+  const state = { seq: 0, attempts: new Map(), metrics: new Map(), total: 0, run: null,
+    stats: { finished: 0, valid: 0, stages: {} }, bestSteps: [] };
   const $ = (id) => document.getElementById(id);
-  let socket = null, retryMs = 500, drawPending = false;
+  let socket = null, retryMs = 500, drawTimer = null, lastDraw = 0, page = 1;
   window.practicum = { state, charts: 0 };
 
   function connect() {
@@ -18,108 +26,143 @@
     socket.onmessage = (event) => receive(JSON.parse(event.data));
   }
 
+  const resync = () => socket.send(JSON.stringify({ type: "resync" }));
+
   function receive(message) {
     if (message.type === "snapshot") return applySnapshot(message);
     if (message.seq <= state.seq) return;  // already included in the snapshot
-    if (message.seq > state.seq + 1) { socket.send(JSON.stringify({ type: "resync" })); return; }
+    if (message.seq > state.seq + 1) return resync();
     state.seq = message.seq;
-    if (message.type === "attempt") {
-      const a = message.attempt;
-      if (!state.attempts.has(a.id)) state.total += 1;
-      state.attempts.set(a.id, a);
-      if (message.best_score !== undefined && state.run) state.run.best_score = message.best_score;
-    } else if (message.type === "metrics") {
-      state.metrics.set(message.step.version, message.step);
-    } else if (message.type === "run") {
-      state.run = message.run;
-    }
+    if (message.type === "attempt") applyAttempt(message.attempt, message.best_score);
+    else if (message.type === "metrics") state.metrics.set(message.step.version, message.step);
+    else if (message.type === "run") state.run = message.run;
+    if (state.attempts.size > MAX_POINTS) return resync();
     scheduleDraw();
   }
 
+  function applyAttempt(a, bestScore) {
+    const before = state.attempts.get(a.id);
+    state.attempts.set(a.id, a);
+    state.total = Math.max(state.total, a.number);
+    if (!a.finished_at || (before && before.finished_at)) return;
+    if (a.status !== "lost") {
+      state.stats.finished += 1;
+      state.stats.valid += a.valid ? 1 : 0;
+      a.stages.forEach((s) => { state.stats.stages[s] = (state.stats.stages[s] || 0) + 1; });
+    }
+    if (a.valid && a.score !== null && improves(a.score)) state.bestSteps.push({ number: a.number, score: a.score, finished_at: a.finished_at });
+    if (bestScore !== undefined && state.run) state.run.best_score = bestScore;
+  }
+
+  function improves(score) {
+    const last = state.bestSteps[state.bestSteps.length - 1];
+    const higher = !(state.run && state.run.higher_is_better === false);
+    return !last || (higher ? score > last.score : score < last.score);
+  }
+
   function applySnapshot(snapshot) {
-    state.seq = snapshot.seq;
-    state.run = snapshot.run;
-    state.total = snapshot.attempts_total;
-    state.attempts = new Map(snapshot.attempts.map((a) => [a.id, a]));
-    state.metrics = new Map(snapshot.metrics.map((m) => [m.version, m]));
+    Object.assign(state, { seq: snapshot.seq, run: snapshot.run, total: snapshot.attempts_total,
+      stats: snapshot.stats, bestSteps: snapshot.best_steps,
+      attempts: new Map(snapshot.attempts.map((a) => [a.id, a])),
+      metrics: new Map(snapshot.metrics.map((m) => [m.version, m])) });
     scheduleDraw();
   }
 
   function scheduleDraw() {
-    if (drawPending) return;
-    drawPending = true;
-    requestAnimationFrame(() => { drawPending = false; draw(); });
+    if (drawTimer) return;
+    const wait = Math.max(0, DRAW_EVERY_MS - (Date.now() - lastDraw));
+    drawTimer = setTimeout(() => requestAnimationFrame(() => { drawTimer = null; lastDraw = Date.now(); draw(); }), wait);
   }
 
   const layout = (title, x, y) => ({ title: { text: title, font: { size: 14 } }, margin: { l: 50, r: 10, t: 36, b: 40 },
     xaxis: { title: { text: x } }, yaxis: { title: { text: y } }, legend: { orientation: "h" } });
   const config = { displayModeBar: false, responsive: true };
+  const react = (id, traces, lay) => Plotly.react(id, traces, lay, config);
+  const byVersion = (steps, key) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[key]), mode: "lines+markers", name: key });
 
   function draw() {
     const all = [...state.attempts.values()].sort((a, b) => a.number - b.number);
     const done = all.filter((a) => a.finished_at && a.status !== "lost");
     const steps = [...state.metrics.values()].sort((a, b) => a.version - b.version);
-    const t0 = state.run && state.run.started_at ? Date.parse(state.run.started_at) : (done[0] ? Date.parse(done[0].started_at) : 0);
-    const wall = done.map((a) => (Date.parse(a.finished_at) - t0) / 1000);
-    const best = runningBest(done, state.run);
-    Plotly.react("chart-reward", [
+    const t0 = startTime(done);
+    const wall = (a) => (Date.parse(a.finished_at) - t0) / 1000;
+    const best = bestCurve(done);
+    react("chart-reward", [
       { x: done.map((a) => a.number), y: done.map((a) => a.reward), mode: "markers", name: "reward", marker: { size: 5 } },
-      { x: done.map((a) => a.number), y: best, mode: "lines", name: "best score", line: { shape: "hv" } },
-    ], layout("Reward and best score", "attempt", ""), config);
-    Plotly.react("chart-reward-time", [
-      { x: wall, y: done.map((a) => a.reward), mode: "markers", name: "reward", marker: { size: 5 } },
-      { x: wall, y: best, mode: "lines", name: "best score", line: { shape: "hv" } },
-    ], layout("Against wall-clock", "seconds", ""), config);
-    Plotly.react("chart-valid", [{ x: done.map((a) => a.number), y: rolling(done.map((a) => (a.valid ? 1 : 0)), 20), mode: "lines", name: "valid" }],
-      layout("Valid-submission rate (rolling 20)", "attempt", "rate"), config);
-    Plotly.react("chart-duration", [{ x: steps.map((s) => s.version), y: steps.map((s) => s["charts/duration_mean_s"]), mode: "lines+markers" }],
-      layout("Mean Δt per update", "policy version", "seconds"), config);
-    const stages = ["imports_done", "data_loaded", "model_defined", "model_trained", "predictions_made", "submission_written"];
-    Plotly.react("chart-funnel", [{ type: "funnel", y: stages, x: stages.map((s) => done.filter((a) => a.stages.includes(s)).length) }],
-      { ...layout("Stage funnel", "", ""), margin: { l: 130, r: 10, t: 36, b: 30 } }, config);
+      { x: best.map((b) => b.number), y: best.map((b) => b.score), mode: "lines", name: "best score", line: { shape: "hv" } },
+    ], layout("Reward and best score", "attempt", ""));
+    react("chart-reward-time", [
+      { x: done.map(wall), y: done.map((a) => a.reward), mode: "markers", name: "reward", marker: { size: 5 } },
+      { x: best.map(wall), y: best.map((b) => b.score), mode: "lines", name: "best score", line: { shape: "hv" } },
+    ], layout("Against wall-clock", "seconds", ""));
+    react("chart-valid", [{ x: done.map((a) => a.number), y: rolling(done.map((a) => (a.valid ? 1 : 0)), 20), mode: "lines", name: "valid" }],
+      layout("Valid-submission rate (rolling 20)", "attempt", "rate"));
+    react("chart-duration", [byVersion(steps, "charts/duration_mean_s")], layout("Mean Δt per update", "policy version", "seconds"));
+    react("chart-funnel", [{ type: "funnel", y: STAGES, x: STAGES.map((s) => state.stats.stages[s] || 0) }],
+      { ...layout(`Stage funnel (${state.stats.finished} finished)`, "", ""), margin: { l: 130, r: 10, t: 36, b: 30 } });
     const groups = groupBy(done, (a) => a.family || a.prompt_kind);
-    Plotly.react("chart-scatter", Object.entries(groups).map(([name, items]) => ({
+    react("chart-scatter", Object.entries(groups).map(([name, items]) => ({
       x: items.map((a) => a.duration_s), y: items.map((a) => a.reward), mode: "markers", name, marker: { size: 6 },
-    })), { ...layout("Δt against reward", "Δt (s, log)", "reward"), xaxis: { type: "log", title: { text: "Δt (s)" } } }, config);
-    const keys = ["losses/policy", "charts/entropy", "losses/kl", "charts/duration_weight_max"];
-    Plotly.react("chart-learner", keys.map((k) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[k]), mode: "lines+markers", name: k })),
-      layout("Learner", "policy version", ""), config);
-    Plotly.react("chart-staleness", ["charts/staleness_mean", "charts/staleness_max"].map((k) => ({
-      x: steps.map((s) => s.version), y: steps.map((s) => s[k]), mode: "lines+markers", name: k })), layout("Staleness", "policy version", "versions"), config);
+    })), { ...layout("Δt against reward (by family)", "", "reward"), xaxis: { type: "log", title: { text: "Δt (s, log)" } } });
+    react("chart-learner", ["losses/policy", "losses/entropy", "losses/kl", "charts/entropy"].map((k) => byVersion(steps, k)),
+      layout("Learner: loss, entropy, KL", "policy version", ""));
+    react("chart-staleness", ["charts/staleness_mean", "charts/staleness_max"].map((k) => byVersion(steps, k)),
+      layout("Staleness", "policy version", "versions"));
+    react("chart-weights", [byVersion(steps, "charts/duration_weight_max")], layout("Duration weights (max Δt/mean Δt)", "policy version", "weight"));
     window.practicum.charts += 1;
-    drawStats(done);
-    drawTable(all);
+    drawStats();
+    if (page === 1) drawTable(all.slice(-PAGE_SIZE).reverse());
   }
 
-  function runningBest(done, run) {
-    const higher = !(run && run.higher_is_better === false);
-    let best = null;
-    return done.map((a) => {
-      if (a.valid && a.score !== null && (best === null || (higher ? a.score > best : a.score < best))) best = a.score;
-      return best;
-    });
+  function startTime(done) {
+    if (state.run && state.run.started_at) return Date.parse(state.run.started_at);
+    return done.length ? Math.min(...done.map((a) => Date.parse(a.started_at))) : 0;
   }
+
+  // The exact best-score steps, carried to the newest finished attempt so the line reaches the present.
+  function bestCurve(done) {
+    const steps = state.bestSteps.slice();
+    const last = done[done.length - 1];
+    if (steps.length && last && last.number > steps[steps.length - 1].number) {
+      steps.push({ ...steps[steps.length - 1], number: last.number, finished_at: last.finished_at });
+    }
+    return steps;
+  }
+
   const rolling = (xs, n) => xs.map((_, i) => { const w = xs.slice(Math.max(0, i - n + 1), i + 1); return w.reduce((s, v) => s + v, 0) / w.length; });
   const groupBy = (xs, key) => xs.reduce((g, x) => ((g[key(x)] = g[key(x)] || []).push(x), g), {});
   const fmt = (v, d = 4) => (v === null || v === undefined ? "–" : Number(v).toFixed(d));
+  const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-  function drawStats(done) {
+  function drawStats() {
     const run = state.run || {};
     $("stat-status").textContent = run.status || "";
     $("stat-attempts").textContent = state.total;
     $("stat-best").textContent = fmt(run.best_score);
-    $("stat-valid").textContent = done.length ? fmt(done.filter((a) => a.valid).length / done.length, 2) : "–";
+    $("stat-valid").textContent = state.stats.finished ? fmt(state.stats.valid / state.stats.finished, 2) : "–";
     $("stat-version").textContent = run.policy_version ?? "";
   }
 
-  function drawTable(all) {
-    $("attempts-total").textContent = `(${state.total}; newest 100 shown)`;
-    const rows = all.slice(-100).reverse().map((a) => `<tr>
-      <td><a href="/runs/${runId}/attempts/${a.number}/">${a.number}</a></td><td>${a.status}</td><td>${a.stage_count}</td>
+  function drawTable(rows) {
+    const pages = Math.max(1, Math.ceil(state.total / PAGE_SIZE));
+    $("attempts-total").textContent = `(${state.total})`;
+    $("page-label").textContent = page === 1 ? `page 1 of ${pages} (live)` : `page ${page} of ${pages}`;
+    document.querySelector("#attempts tbody").innerHTML = rows.map((a) => `<tr>
+      <td><a href="/runs/${runId}/attempts/${a.number}/">${a.number}</a></td><td>${esc(a.status)}</td><td>${a.stage_count}</td>
       <td>${fmt(a.score)}</td><td>${fmt(a.reward, 3)}</td><td>${fmt(a.duration_s, 2)}</td><td>${a.policy_version}</td>
-      <td>${a.prompt_kind}</td><td>${a.family || ""}</td><td>${a.isolation || ""}</td></tr>`);
-    document.querySelector("#attempts tbody").innerHTML = rows.join("");
+      <td>${esc(a.prompt_kind)}</td><td>${esc(a.family)}</td><td>${esc(a.isolation)}</td>
+      <td><a href="/runs/${runId}/attempts/${a.number}/bundle.zip" title="download this attempt">zip</a></td></tr>`).join("");
   }
 
+  async function showPage(n) {
+    page = Math.max(1, Math.min(n, Math.ceil(state.total / PAGE_SIZE) || 1));
+    if (page === 1) return draw();
+    const response = await fetch(`/api/runs/${runId}/attempts/?ordering=-number&page=${page}&page_size=${PAGE_SIZE}`,
+      { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    if (response.ok) drawTable((await response.json()).results);
+  }
+
+  $("page-newer").addEventListener("click", () => showPage(page - 1));
+  $("page-older").addEventListener("click", () => showPage(page + 1));
   connect();
 })();

@@ -73,7 +73,20 @@ def start_demo_run(*, user, slug: str, policy: str, attempts: int):
 
 def start_celery_worker() -> None:
     """With a broker configured, the run's supervisor runs in a separate Celery worker process."""
-    command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "gpu,sandbox", "-c", "2", "-l", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers",
+        "worker",
+        "-Q",
+        "gpu,sandbox",
+        "-c",
+        "2",
+        "-l",
+        "warning",
+    ]
     worker = subprocess.Popen(command)
     atexit.register(worker.terminate)
     say(f"Celery worker started (pid {worker.pid}) on queues gpu,sandbox.")

@@ -1,0 +1,79 @@
+"""The compare page: curves against three clocks, the configuration fields that differ, the best
+submissions with a code diff, and a leaderboard per competition."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from webapp.dashboards import compare
+
+pytestmark = pytest.mark.django_db
+
+
+def compare_url(*runs) -> str:
+    return reverse("dashboards:compare") + "?runs=" + ",".join(str(r.id) for r in runs)
+
+
+def test_the_config_table_shows_only_the_fields_that_differ(as_user, owner, run, other_run):
+    rows = as_user(owner).get(compare_url(run, other_run)).context["config_rows"]
+    assert {row.field: row.values for row in rows} == {"seed": [0, 7], "batch": [8, 2]}
+
+
+def test_all_config_fields_show_on_request(as_user, owner, run, other_run):
+    rows = as_user(owner).get(compare_url(run, other_run) + "&all=1").context["config_rows"]
+    assert {"seed", "lr", "policy", "competitions"} <= {row.field for row in rows}
+    assert {row.field for row in rows if row.differs} == {"seed", "batch"}
+
+
+def test_the_best_submissions_show_side_by_side_with_a_code_diff(as_user, owner, run, other_run, finish):
+    finish(run, score=0.5, program="model = 'knn'\n")
+    finish(other_run, score=0.75, program="model = 'forest'\n")
+    response = as_user(owner).get(compare_url(run, other_run))
+    first, second = response.context["best"]
+    assert first.attempt.score == 0.5 and second.attempt.score == 0.75 and first.diff_html == ""
+    assert "&#x27;knn&#x27;" in second.diff_html or "'knn'" in second.diff_html
+    assert 'class="diff_chg"' in second.diff_html or 'class="diff_sub"' in second.diff_html
+
+
+def test_the_diff_escapes_the_programs_html(run, other_run, finish):
+    old = finish(run, score=0.5, program="x = 1\n")
+    new = finish(other_run, score=0.5, program="x = '<script>'\n")
+    assert "<script>" not in compare.code_diff_html(old, new)
+
+
+def test_runs_the_viewer_may_not_see_are_left_out(as_user, stranger, run, public_run):
+    assert as_user(stranger).get(compare_url(run, public_run)).context["runs"] == [public_run]
+
+
+def test_curves_run_against_attempts_wall_clock_and_executor_seconds(run, finish):
+    finish(run, score=0.5, duration_s=2.0)
+    finish(run, score=0.4, duration_s=3.0)
+    finish(run, score=0.8, duration_s=1.0)
+    points = compare.run_curve(run)["points"]
+    assert [p["number"] for p in points] == [1, 2, 3]
+    assert [p["best"] for p in points] == [0.5, 0.5, 0.8]
+    assert [p["exec_s"] for p in points] == [2.0, 5.0, 6.0]
+    assert all(p["wall_s"] >= 0 for p in points)
+
+
+def test_a_curve_for_a_lower_is_better_metric_keeps_the_lowest_score(make_bundle, owner, finish):
+    from webapp.competitions import services as competitions
+    from webapp.runs import services
+
+    rmse = competitions.competition_import(
+        path=make_bundle(spec={"slug": "rmse-churn", "metric": "rmse"}), owner=owner
+    )
+    run = services.run_create(owner=owner, competitions=[rmse], policy="grammar", config={})
+    for score in (0.5, 0.7, 0.3):
+        finish(run, score=score)
+    assert [p["best"] for p in compare.run_curve(run)["points"]] == [0.5, 0.5, 0.3]
+
+
+def test_the_compare_page_has_a_leaderboard_for_each_competition(
+    as_user, owner, run, other_run, finish, competition
+):
+    finish(run, score=0.5)
+    response = as_user(owner).get(compare_url(run, other_run))
+    [(board_competition, rows)] = response.context["leaderboards"]
+    assert board_competition == competition and [r.run for r in rows] == [run, other_run]

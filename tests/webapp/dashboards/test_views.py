@@ -1,0 +1,113 @@
+"""Run control from the pages: start (with inline errors), clone with changes, cancel (owner only);
+the run and attempt pages; the competition page's leaderboard and start button."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from webapp.runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+FORM = {
+    "policy": "grammar", "model": "", "attempts": 4, "actors": 1, "batch": 2, "duration_aware": "on",
+    "instrument": "on", "reward_preset": "normalized", "improve_prob": 0.5, "objective": "ppo", "lr": 0.05,
+    "seed": 3,
+}  # fmt: skip
+
+
+def start_form(competition, **changes) -> dict:
+    return {**FORM, "competitions": [competition.id], **changes}
+
+
+def test_starting_a_run_from_the_form_creates_it_with_the_submitted_settings(
+    as_user, owner, competition, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, sync="on"))
+    run = Run.objects.get()
+    assert response.status_code == 302 and response.url == reverse("dashboards:run", args=[run.id])
+    assert run.owner == owner and run.config["seed"] == 3 and run.config["sync"] is True
+    assert run.config["duration_aware"] is True and run.config["batch"] == 2
+    assert len(callbacks) == 2  # the run's live event, and handing it to a supervisor
+
+
+def test_unticked_switches_turn_duration_aware_updates_and_instrumentation_off(as_user, owner, competition):
+    data = {k: v for k, v in start_form(competition).items() if k not in ("duration_aware", "instrument")}
+    as_user(owner).post(reverse("dashboards:run_start"), data)
+    config = Run.objects.get().config
+    assert config["duration_aware"] is False and config["instrument"] is False
+
+
+def test_a_setting_the_run_config_rejects_is_shown_next_to_its_field(as_user, owner, competition):
+    response = as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, lr=0))
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert response.context["form"].errors["lr"] == ["config: lr must be positive, not 0.0."]
+    assert b"lr must be positive" in response.content
+
+
+def test_a_form_error_starts_nothing(as_user, owner, competition):
+    response = as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, batch=0))
+    assert response.status_code == 400 and "batch" in response.context["form"].errors
+    assert not Run.objects.exists()
+
+
+def test_nobody_can_start_a_run_on_a_competition_they_cannot_see(as_user, stranger, competition):
+    response = as_user(stranger).post(reverse("dashboards:run_start"), start_form(competition))
+    assert response.status_code == 400 and "competitions" in response.context["form"].errors
+
+
+def test_the_start_page_preselects_the_competition_it_was_opened_from(as_user, owner, competition):
+    response = as_user(owner).get(reverse("dashboards:run_start") + f"?competition={competition.slug}")
+    assert response.context["form"].initial["competitions"] == [competition]
+
+
+def test_the_clone_form_is_prefilled_with_the_source_runs_settings(as_user, owner, other_run):
+    response = as_user(owner).get(reverse("dashboards:run_clone", args=[other_run.id]))
+    initial = response.context["form"].initial
+    assert initial["seed"] == 7 and initial["batch"] == 2 and initial["attempts"] == 4
+
+
+def test_a_clone_with_changes_records_where_it_came_from(as_user, owner, other_run, competition):
+    data = start_form(competition, seed=11)
+    response = as_user(owner).post(reverse("dashboards:run_clone", args=[other_run.id]), data)
+    clone = Run.objects.exclude(id=other_run.id).get()
+    assert response.status_code == 302 and clone.cloned_from == other_run and clone.config["seed"] == 11
+
+
+def test_the_owner_can_cancel_a_run_from_its_page(as_user, owner, run):
+    response = as_user(owner).post(reverse("dashboards:run_cancel", args=[run.id]))
+    run.refresh_from_db()
+    assert response.status_code == 302 and run.status == Run.Status.CANCELLED
+
+
+def test_another_user_who_can_watch_a_public_run_cannot_cancel_it(as_user, stranger, public_run):
+    response = as_user(stranger).post(reverse("dashboards:run_cancel", args=[public_run.id]))
+    public_run.refresh_from_db()
+    assert response.status_code == 403 and public_run.status == Run.Status.QUEUED
+
+
+def test_the_run_page_offers_cancel_to_its_owner_only(as_user, owner, stranger, public_run):
+    assert b'id="cancel"' in as_user(owner).get(reverse("dashboards:run", args=[public_run.id])).content
+    as_user(stranger)
+    assert (
+        b'id="cancel"' not in as_user(stranger).get(reverse("dashboards:run", args=[public_run.id])).content
+    )
+
+
+def test_the_attempt_page_diffs_an_attempt_against_the_runs_best(as_user, owner, run, finish):
+    finish(run, score=0.9, program="model = 'forest'\n")
+    worse = finish(run, score=0.5, program="model = 'knn'\n")
+    response = as_user(owner).get(reverse("dashboards:attempt", args=[run.id, worse.number]))
+    assert "-model = 'forest'\n+model = 'knn'" in response.context["diff"]
+
+
+def test_the_competition_page_lists_the_runs_on_it_best_first(
+    as_user, owner, run, other_run, finish, competition
+):
+    finish(run, score=0.5)
+    finish(other_run, score=0.75)
+    response = as_user(owner).get(reverse("competitions:detail", args=[competition.slug]))
+    content = response.content.decode()
+    assert content.index(f"#{other_run.id} ") < content.index(f"#{run.id} ") and 'id="start-run"' in content

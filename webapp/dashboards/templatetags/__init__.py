@@ -1,0 +1,1 @@
+"""Template tags of the dashboards (the runs leaderboard on a competition page)."""

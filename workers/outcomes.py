@@ -1,0 +1,64 @@
+"""Attempt outcomes as they travel between workers and the supervisor: rl_core.environment.AttemptOutcome
+to and from plain JSON, and the outcomes of attempts that never produced one of their own.
+
+- `lost_outcome`: every execution died with its worker (PRACTICUM_MAX_TRIES of them). Status ``lost`` and
+  reward None: the infrastructure failed, not the program, so it must not be learned from.
+- `unrunnable_outcome`: the worker could not run it at all (it cannot see the competition's files): status
+  ``error`` with that reason and the failure reward, as the issue asks ("fails the attempt with that reason").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+from rl_core.environment import AttemptOutcome
+from rl_core.responses import parse_response
+
+FIELDS = tuple(field.name for field in dataclasses.fields(AttemptOutcome))
+
+
+def response_digest(response: str) -> str:
+    """A short, stable name for one program: which execution an outcome belongs to.
+
+    >>> response_digest("print(1)")
+    'd287bb7f9d15abdc'
+    """
+    return hashlib.sha256(response.encode()).hexdigest()[:16]
+
+
+def outcome_to_dict(outcome: AttemptOutcome) -> dict[str, Any]:
+    return {name: getattr(outcome, name) for name in FIELDS} | {"stages": list(outcome.stages)}
+
+
+def outcome_from_dict(data: dict[str, Any]) -> AttemptOutcome:
+    """The inverse of `outcome_to_dict`; also reads an Attempt row's fields (webapp.runs.supervisor)."""
+    values: dict[str, Any] = {name: data.get(name) for name in FIELDS}
+    values["stages"] = tuple(data.get("stages") or ())
+    for text in ("isolation", "stdout_tail", "stderr_tail", "plan", "program", "instrumented_program"):
+        values[text] = values[text] or ""
+    values["instrumentation"] = values["instrumentation"] or "none"
+    values["duration_s"] = float(values["duration_s"] or 0.0)
+    values["valid"] = bool(values["valid"])
+    return AttemptOutcome(**values)
+
+
+def _without_result(response: str, *, status: str, reason: str, reward: float | None) -> AttemptOutcome:
+    parsed = parse_response(response)
+    return AttemptOutcome(
+        status=status, exit_code=None, duration_s=0.0, stages=(), valid=False, score=None, grade_error=reason,
+        reward=reward,  # type: ignore[arg-type]  # None for `lost`: see the module docstring
+        isolation="none", stdout_tail="", stderr_tail=reason, plan=parsed.plan, program=parsed.code or "",
+        instrumented_program="", instrumentation="none",
+    )  # fmt: skip
+
+
+def lost_outcome(response: str, reason: str) -> AttemptOutcome:
+    """An attempt given up on after its executions kept dying: status ``lost``, reward None."""
+    return _without_result(response, status="lost", reason=reason, reward=None)
+
+
+def unrunnable_outcome(response: str, reason: str, reward: float) -> AttemptOutcome:
+    """An attempt this worker cannot run (`reason` says why): status ``error`` and the failure `reward`."""
+    return _without_result(response, status="error", reason=reason, reward=reward)

@@ -1,0 +1,37 @@
+"""Restarting the supervisors of runs whose supervisor died (its worker was killed, its machine lost).
+
+A run is orphaned when it is queued or running, no supervisor holds its lease (it expires
+PRACTICUM_SUPERVISOR_LEASE_S after the supervisor's last heartbeat), and no supervise_run task for it is
+waiting in the broker (dispatch marks those). Each orphan gets a new supervise_run task, which resumes
+from the run's newest checkpoint. Called when a `gpu` worker starts (workers.celery) and every minute by
+celery beat (`practicum.recover_runs`). Starting one twice is harmless: the second finds the lease held.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers.coordination import shared_client, supervisor_lease_key, supervisor_queued_key
+
+
+def orphaned_runs() -> list[int]:
+    from webapp.runs.models import Run
+
+    client = shared_client()
+    active = Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).order_by("id")
+    return [
+        run_id
+        for run_id in active.values_list("id", flat=True)
+        if not client.exists(supervisor_lease_key(run_id), supervisor_queued_key(run_id))
+    ]
+
+
+def recover_orphaned_runs(*, app: Any = None) -> list[int]:
+    """Enqueue a supervisor for each orphaned run (through `app`, workers.celery's by default); returns
+    their ids."""
+    from workers.dispatch import enqueue_supervisor
+
+    orphans = orphaned_runs()
+    for run_id in orphans:
+        enqueue_supervisor(run_id, app=app)
+    return orphans
