@@ -3,6 +3,7 @@
 #   make test   - the whole suite against real PostgreSQL and Redis (started or installed as needed)
 #   make lint   - ruff, mypy and the import boundaries
 #   make bench  - the benchmarks (slow); BENCH_ARGS=--quick for a short pass
+#   make worker-sandbox / worker-gpu / worker-sandbox-gpu - Celery workers for a cluster (docs/operations.md)
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -15,7 +16,7 @@ TEST_DATABASE_URL ?= postgresql://practicum:practicum@127.0.0.1:5432/practicum
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 BENCH_ARGS ?=
 
-.PHONY: install system services test lint bench demo clean
+.PHONY: install system services test lint bench demo worker-sandbox worker-gpu worker-sandbox-gpu clean
 
 install: $(STAMP)
 
@@ -48,6 +49,17 @@ bench: install
 demo: install system
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
+
+# Cluster workers (docs/operations.md): each needs DATABASE_URL, REDIS_URL and a shared PRACTICUM_DATA_DIR.
+SANDBOX_CONCURRENCY ?= 2
+worker-sandbox: install
+	$(PY) -m celery -A workers worker -Q sandbox -c $(SANDBOX_CONCURRENCY) -n sandbox@%h -E -l info
+
+worker-sandbox-gpu: install
+	$(PY) -m celery -A workers worker -Q sandbox-gpu -c 1 -n sandbox-gpu@%h -E -l info
+
+worker-gpu: install
+	$(PY) -m celery -A workers worker -Q gpu -c 1 -n gpu@%h -E -l info
 
 clean:
 	rm -rf $(VENV) var

@@ -17,6 +17,7 @@ import os
 import platform
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,37 @@ def write_json(
     }
     path.write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(f"\nwrote {path}")
+
+
+@dataclass(frozen=True)
+class BundledTask:
+    """A bundled competition as rl_core sees it: `files` for the environment, `info` for the policy."""
+
+    files: Any  # rl_core.environment.TaskFiles
+    info: Any  # rl_core.policy.TaskInfo
+
+
+def bundled_tasks(slugs: Sequence[str], data_dir: Path) -> list[BundledTask]:
+    """Build and import the bundled competitions `slugs` into a throw-away SQLite database and data folder
+    under `data_dir` (no service needed), and return them as rl_core inputs, in order."""
+    os.environ["PRACTICUM_DATA_DIR"] = str(data_dir)
+    os.environ["DATABASE_URL"] = f"sqlite:///{data_dir / 'bench.db'}"
+    os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
+    from webapp.competitions.management.commands.seed_competitions import seed_one
+
+    call_command("migrate", verbosity=0)
+    competitions = [seed_one(slug) for slug in slugs]
+    return [
+        BundledTask(competition_task_files(competition=c), competition_task_info(competition=c))
+        for c in competitions
+    ]
 
 
 if __name__ == "__main__":

@@ -11,9 +11,15 @@ replacement for the attempt that completed the batch is sampled right after the 
 
 Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "solve" or, with probability
 `improve_prob` when the task's pool of earlier valid solutions is not empty, "improve" one drawn uniformly
-from that pool (the best `max_pool` distinct programs by score). Attempt ids are f"{seed}-{n}", so a resumed
+from that pool (the best `max_pool` distinct programs by score). A new run may seed the pools with known
+`baselines` (run once each before the first attempt, `rl_core.baselines`), so improve prompts exist from the
+first attempt. Attempt ids are f"{seed}-{n}", so a resumed
 run re-dispatches exactly the attempts whose results never arrived. Budgets are exact: `attempts` attempts
-are run; the last `attempts mod B` results are recorded but not learned from.
+are run; the last `attempts mod B` results are recorded but not learned from. With a `wall_budget_s`, no
+attempt is sampled once the run's wall-clock (on the executor's clock, earlier sessions included) has reached
+it; attempts in flight are still awaited and recorded, so the run overshoots by at most one attempt's
+duration (an executor whose attempts must end by the deadline can cut their time limits, as
+bench/vs_automl.py does), and `attempts` becomes an upper bound.
 
 Checkpoints (every `checkpoint_every` updates, at a point where every reported result has been processed)
 hold the policy, learner, loop counters, RNG states, buffer, pools and in-flight jobs, plus the executor's
@@ -32,6 +38,7 @@ from typing import Any, Protocol
 import torch
 
 from rl_core import checkpoint as ckpt
+from rl_core.baselines import previous_solutions
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import Learner
 from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
@@ -56,6 +63,9 @@ class LoopConfig:
     """Seeds prompt choices and policy sampling; also prefixes attempt ids."""
     max_pool: int = 8
     """Earlier valid solutions kept per task for improve prompts (the best distinct programs by score)."""
+    wall_budget_s: float | None = None
+    """Stop sampling once the run's wall-clock reaches this many seconds (in-flight attempts still finish);
+    None: the attempt budget alone ends the run."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,8 @@ class LoopSummary:
     staleness_mean: float
     staleness_max: int
     best_by_task: dict[str, BestSolution]
+    lost: int = 0
+    """Attempts given up on (every execution died with its worker): in `attempts`, not in the means."""
 
     @property
     def best_score(self) -> float | None:
@@ -140,7 +152,7 @@ def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:
     return score > than if higher_is_better else score < than
 
 
-_TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max")
+_TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max", "lost")
 
 
 @dataclass
@@ -220,9 +232,11 @@ class _Run:
             self.checkpoint_if_due()
 
     def run_sync(self) -> None:
-        while self.state.submitted < self.config.attempts or self.state.in_flight:
+        while self.open_slots() > 0 or self.state.in_flight:
             if not self.state.in_flight:
                 self.launch(self.config.batch)
+            if not self.state.in_flight:
+                break  # the wall budget ran out between the check and the launch
             for finished in self.wait():
                 self.receive(finished)
             if not self.state.in_flight and len(self.state.buffer) >= self.config.batch:
@@ -239,7 +253,7 @@ class _Run:
 
     def launch(self, count: int) -> None:
         """Sample and submit up to `count` attempts from the newest policy, within the budget."""
-        count = min(count, self.config.attempts - self.state.submitted)
+        count = min(count, self.open_slots())
         if count <= 0:
             return
         tasks = [self.tasks[(self.state.submitted + i) % len(self.tasks)] for i in range(count)]
@@ -248,6 +262,13 @@ class _Run:
             job = Job(f"{self.config.seed}-{self.state.submitted}", sample, task.slug)
             self.state.submitted += 1
             self.dispatch(job)
+
+    def open_slots(self) -> int:
+        """Attempts the budgets still allow: those left of `attempts`, or 0 once the wall budget is spent."""
+        budget_s = self.config.wall_budget_s
+        if budget_s is not None and self.wall_s() >= budget_s:
+            return 0
+        return self.config.attempts - self.state.submitted
 
     def dispatch(self, job: Job) -> None:
         self.state.in_flight[job.attempt_id] = job
@@ -261,17 +282,23 @@ class _Run:
         return Prompt(task=task, kind="solve")
 
     def receive(self, finished: Finished) -> None:
-        """Record a finished attempt: buffer it, update totals, pool and best; tell the observer."""
+        """Record a finished attempt: buffer it, update totals, pool and best; tell the observer.
+
+        An outcome whose reward is None (status ``lost``: every execution died with its worker) counts
+        towards the budget and reaches the observer, but is neither learned from nor counted in the means."""
         job = self.state.in_flight.pop(finished.attempt_id, None)
         if job is None:  # a duplicate report of an attempt already processed
             return
         outcome, sample = finished.outcome, job.sample
         staleness = self.policy.version - sample.policy_version
-        experience = Experience(sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid))
-        self.state.buffer.append(experience)
         self.state.finished += 1
-        self.count(experience, staleness)
-        if experience.valid and outcome.score is not None:
+        if outcome.reward is None:  # lost: its executions kept dying; nothing to learn from
+            self.state.totals["lost"] = self.state.totals.get("lost", 0.0) + 1  # older checkpoints lack it
+        else:
+            experience = Experience(sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid))
+            self.state.buffer.append(experience)
+            self.count(experience, staleness)
+        if outcome.valid and outcome.score is not None:
             self.remember(job, outcome)
         self.observer.on_attempt_finished(
             finished.attempt_id, sample, outcome, self.executor.now(), staleness
@@ -295,12 +322,26 @@ class _Run:
         entry = PreviousSolution(
             program_code(job.sample.response), str(getattr(outcome, "stdout_tail", "")), score
         )
+        self.pool_add(task, entry)
+
+    def pool_add(self, task: TaskInfo, entry: PreviousSolution) -> None:
+        """Put `entry` into the task's improve pool, which keeps the best `max_pool` distinct programs."""
+        better = functools.partial(is_better, higher_is_better=task.higher_is_better)
         pool = self.state.pool.get(task.slug, [])
         same = [p for p in pool if p.code == entry.code]
-        if same and not better(score, same[0].score):
+        if same and not better(entry.score, same[0].score):
             return  # the pool already holds this program with a score at least as good
         pool = sorted([*(p for p in pool if p.code != entry.code), entry], key=lambda p: p.score)
         self.state.pool[task.slug] = (pool[::-1] if task.higher_is_better else pool)[: self.config.max_pool]
+
+    def seed_pools(self, baselines: Mapping[str, str]) -> None:
+        """Run each task's baseline response once (ids f"{seed}-baseline-{n}") and pool the valid ones."""
+        responses = {slug: [response] for slug, response in baselines.items() if slug in self.by_slug}
+        prefix = f"{self.config.seed}-baseline"
+        found = previous_solutions(self.executor, self.tasks, responses, prefix=prefix)
+        for slug, entries in found.items():
+            for entry in entries:
+                self.pool_add(self.by_slug[slug], entry)
 
     def update(self) -> None:
         batch, self.state.buffer = (
@@ -359,7 +400,8 @@ class _Run:
             self.dispatch(job)
 
     def summary(self) -> LoopSummary:
-        totals, finished = self.state.totals, max(self.state.finished, 1)
+        totals, lost = self.state.totals, int(self.state.totals.get("lost", 0))
+        counted = max(self.state.finished - lost, 1)  # the means are over attempts with a result
         wall_s = self.wall_s()
         capacity_s = self.executor.capacity * wall_s
         return LoopSummary(
@@ -368,12 +410,13 @@ class _Run:
             wall_s=wall_s,
             busy_s=totals["duration_s"],
             utilization=totals["duration_s"] / capacity_s if capacity_s > 0 else 0.0,
-            valid_rate=totals["valid"] / finished,
-            mean_reward=totals["reward"] / finished,
-            mean_duration_s=totals["duration_s"] / finished,
-            staleness_mean=totals["staleness"] / finished,
+            valid_rate=totals["valid"] / counted,
+            mean_reward=totals["reward"] / counted,
+            mean_duration_s=totals["duration_s"] / counted,
+            staleness_mean=totals["staleness"] / counted,
             staleness_max=int(totals["staleness_max"]),
             best_by_task=dict(self.state.best),
+            lost=lost,
         )
 
 
@@ -387,8 +430,10 @@ def run_loop(
     observer: Observer | None = None,
     checkpoints: Path | None = None,
     resume: Path | None = None,
+    baselines: Mapping[str, str] | None = None,
 ) -> LoopSummary:
-    """Run the actor–learner loop until `config.attempts` attempts have finished.
+    """Run the actor–learner loop until `config.attempts` attempts (or those sampled within
+    `config.wall_budget_s`) have finished.
 
     Args:
         policy, learner: the learner must have been built on this policy.
@@ -397,12 +442,19 @@ def run_loop(
         observer: receives every attempt start, finish and update (the web layer persists through it).
         checkpoints: a directory to write checkpoints to every `config.checkpoint_every` updates.
         resume: a checkpoint file, or a directory whose newest checkpoint to resume from.
+        baselines: slug -> a known response (a plan and one ```python block), e.g. the simplest grammar
+            program. A new run (not a resumed one: its pools are in the checkpoint) runs each once on the
+            executor before its first attempt; a valid one enters its task's improve pool with its output
+            and score, so improve prompts exist from the first attempt. These runs are not learned from,
+            not reported to the observer and not counted in the budget.
     """
     if not tasks:
         raise ValueError("run_loop needs at least one task.")
     run = _Run(policy, learner, executor, tasks, config, observer or NullObserver(), checkpoints)
     if resume is not None:
         run.restore(ckpt.load_checkpoint(resume))
+    elif baselines:
+        run.seed_pools(baselines)
     run.run_sync() if config.sync else run.run_async()
     return run.summary()
 

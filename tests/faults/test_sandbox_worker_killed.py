@@ -51,10 +51,6 @@ def test_an_attempt_whose_worker_is_killed_runs_again_on_another_worker_and_the_
     assert (run.status, run.attempts_done, rerun.status, rerun.tries) == (Run.Status.FINISHED, 4, "ok", 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs rl_core.loop._Run.receive to skip outcomes with reward None (status 'lost') from learning",
-)
 def test_an_attempt_whose_workers_keep_dying_is_marked_lost_and_the_run_completes(
     cluster, iris, sleep_policy, redis_url
 ):

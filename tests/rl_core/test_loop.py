@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -261,3 +263,45 @@ def test_evaluation_does_not_improve_an_invalid_solution():
     result = evaluate(policy, executor, make_task())
     assert result.improve is None
     assert result.best is result.solve
+
+
+class LosingSimulator(SimulatedExecutor):
+    """Reports attempt 0-0 as lost (status "lost", reward None), as a Celery executor does after its
+    executions kept dying."""
+
+    def wait(self, timeout_s):
+        return [self._lose(f) if f.attempt_id == "0-0" else f for f in super().wait(timeout_s)]
+
+    def _lose(self, finished):
+        lost = dataclasses.replace(finished.outcome, status="lost", valid=False, score=None, reward=None)
+        return dataclasses.replace(finished, outcome=lost)
+
+
+def test_a_lost_attempt_counts_towards_the_budget_but_is_never_learned_from():
+    policy, learner, executor = setup(["fast"], executor_cls=LosingSimulator)
+    summary = run_loop(
+        policy=policy, learner=learner, executor=executor, tasks=[make_task()],
+        config=LoopConfig(attempts=8, actors=2, batch=4),
+    )  # fmt: skip
+    assert (summary.attempts, summary.lost) == (8, 1)
+    assert summary.updates == 1  # 7 attempts with a result fill one batch of 4, not two
+    assert summary.valid_rate == 1.0  # the lost attempt is not in the means
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+def test_a_wall_budget_stops_sampling_but_lets_the_attempts_in_flight_finish(sync):
+    # Every attempt takes 10 s on 2 workers. Async: waves start at 0, 10, 20, 30 s (< 35). Sync, B = 4:
+    # batches start at 0 and 20 s (< 25), each two waves long. Either way 8 attempts, ending at 40 s.
+    steady = {"steady": FamilySpec(median_s=10.0, sigma=0.0, score_mean=0.5)}
+    policy = TablePolicy(list(steady))
+    executor = SimulatedExecutor(steady, 2, 0)
+    recorder = Recorder(executor)
+    config = LoopConfig(attempts=1000, actors=2, batch=4, sync=sync, wall_budget_s=25.0 if sync else 35.0)
+    summary = run_loop(
+        policy=policy, learner=Learner(policy, LearnerConfig()), executor=executor, tasks=[make_task()],
+        config=config, observer=recorder,
+    )  # fmt: skip
+    started = [e[2] for e in recorder.of("started")]
+    assert max(started) < config.wall_budget_s  # nothing is sampled once the budget is spent
+    assert summary.attempts == len(recorder.of("finished")) == 8  # and nothing in flight is dropped
+    assert summary.wall_s == pytest.approx(40.0)
