@@ -146,6 +146,7 @@ def run_program(
     nonce: str | None = None,
     plan: str = "",
     lm_generate: Callable[[str], str] | None = None,
+    allow_gpu: bool = False,
 ) -> AttemptOutcome:
     """Instrument `program`, run it against `task`'s public files in `work_dir`, grade it and reward it.
 
@@ -156,6 +157,7 @@ def run_program(
         plan: the response's prose plan, recorded on the outcome.
         lm_generate: a frozen LM (prompt -> completion) to insert the markers instead of the AST rules;
             its output is kept only when it passes `rl_core.instrument.lm_instrument`'s check.
+        allow_gpu: bind the NVIDIA device nodes into the sandbox (GPU sandbox workers only).
     """
     nonce = nonce or secrets.token_hex(8)
     instrumented = _instrumented(program, nonce, instrument, lm_generate)
@@ -166,6 +168,7 @@ def run_program(
             work_dir=work_dir,
             timeout_s=timeout_s if timeout_s is not None else task.time_limit_s,
             memory_mb=memory_mb if memory_mb is not None else task.memory_mb,
+            allow_gpu=allow_gpu,
         )
     )
     stages = parse_stages("\n".join(result.marker_lines), nonce) if instrument else ()

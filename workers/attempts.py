@@ -54,6 +54,8 @@ class AttemptOrder:
     response: str
     lease_s: float
     max_tries: int
+    allow_gpu: bool = False
+    """Routed to the `sandbox-gpu` queue: the sandbox binds /dev/nvidia*."""
 
     @cached_property
     def digest(self) -> str:
@@ -162,7 +164,9 @@ def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
     except FileNotFoundError as error:
         return unrunnable_outcome(order.response, str(error), failure_reward(competition, reward)), 0.0
     started = time.monotonic()
-    outcome = run_response(order.response, task, work_dir, instrument=config.instrument, reward=reward)
+    outcome = run_response(
+        order.response, task, work_dir, instrument=config.instrument, reward=reward, allow_gpu=order.allow_gpu
+    )
     return outcome, time.monotonic() - started
 
 

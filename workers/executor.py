@@ -157,6 +157,7 @@ class CeleryExecutor:
         return {
             "run_id": self.run_id, "key": job.attempt_id, "slug": job.task_slug,
             "response": job.sample.response, "lease_s": self.lease_s, "max_tries": self.max_tries,
+            "allow_gpu": queue_for(job) == "sandbox-gpu",
         }  # fmt: skip
 
     def _starts(self, keys: AttemptKeys) -> int:

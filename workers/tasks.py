@@ -19,14 +19,22 @@ ATTEMPT_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_res
 
 @shared_task(bind=True, name="practicum.execute_attempt", **ATTEMPT_OPTIONS)
 def execute_attempt(
-    self, *, run_id: int, key: str, slug: str, response: str, lease_s: float, max_tries: int
+    self,
+    *,
+    run_id: int,
+    key: str,
+    slug: str,
+    response: str,
+    lease_s: float,
+    max_tries: int,
+    allow_gpu: bool = False,
 ) -> str:
     """Run one attempt in the sandbox and report it to the run's supervisor. Safe to redeliver: an attempt
     that already has a result is not run again (workers.attempts)."""
     from workers.attempts import AttemptOrder
     from workers.attempts import execute_attempt as execute
 
-    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries)
+    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries, allow_gpu)
     return execute(order)
 
 

@@ -3,6 +3,8 @@ attempts that went quiet. Only the first test starts a worker; the others read t
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 
 import pytest
@@ -107,6 +109,22 @@ def test_it_sends_a_program_that_asks_for_a_gpu_to_the_gpu_sandbox_queue(executo
     response = "Plan.\n```python\nimport torch\nx = torch.zeros(3, device='cuda')\n```\n"
     executor.submit(job_for(iris, "0-0", response))
     assert (broker.llen("sandbox"), broker.llen("sandbox-gpu")) == (0, 1)
+
+
+def queued_kwargs(broker, queue: str) -> dict:
+    """The keyword arguments of the task message waiting in `queue` (Celery's protocol 2, JSON body)."""
+    message = json.loads(broker.lindex(queue, 0))
+    _args, kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+    return kwargs
+
+
+def test_only_an_attempt_sent_to_the_gpu_sandbox_queue_may_use_the_gpu(executor, iris, broker):
+    executor.submit(job_for(iris, "0-0", sleep_program(0)))
+    executor.submit(
+        job_for(iris, "0-1", "Plan.\n```python\nimport torch\nprint(torch.cuda.is_available())\n```\n")
+    )
+    assert queued_kwargs(broker, "sandbox")["allow_gpu"] is False
+    assert queued_kwargs(broker, "sandbox-gpu")["allow_gpu"] is True
 
 
 def test_it_sends_an_attempt_again_once_the_worker_that_started_it_went_quiet(executor, run, iris, broker):
