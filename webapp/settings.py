@@ -84,7 +84,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS = env_redis("REDIS_URL")
 if REDIS:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS.url]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels_redis blocks up to 5 s on an empty channel; redis-py's own 5 s default socket timeout
+            # would cut that wait short and drop every quiet websocket, so it must be longer.
+            "CONFIG": {"hosts": [{"address": REDIS.url, "socket_timeout": 30}]},
+        }
     }
     CELERY_BROKER_URL = REDIS.url
     CELERY_RESULT_BACKEND = REDIS.url

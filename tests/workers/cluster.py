@@ -1,9 +1,10 @@
 """A small real cluster for tests: Celery worker subprocesses of this checkout (and, when a test needs one, a
-private redis-server), all pointed at the pytest-django test database, one Redis database of their own and
-the test's PRACTICUM_DATA_DIR. Every process is SIGKILLed with its whole process tree at teardown.
+private redis-server or a daphne serving the webapp), all pointed at the pytest-django test database, one
+Redis database of their own and the test's PRACTICUM_DATA_DIR. Every process is SIGKILLed with its whole
+process tree at teardown.
 
-Loaded by tests/workers/conftest.py and tests/faults/conftest.py (`load_cluster_module`), which expose its
-fixtures: `redis_url`, `cluster`, `iris`, `sleep_policy`.
+Loaded by tests/workers/conftest.py, tests/faults/conftest.py and tests/browser/conftest.py
+(`load_cluster_module`), which expose its fixtures: `redis_url`, `cluster`, `iris`, `sleep_policy`.
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def accepts_connections(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
 @dataclasses.dataclass
 class Process:
     name: str
@@ -127,6 +134,17 @@ class Cluster:
                  what=f"worker {name} to start")  # fmt: skip
         assert worker.process.poll() is None, f"worker {name} exited:\n{worker.log()[-3000:]}"
         return worker
+
+    def start_daphne(self, name: str = "daphne") -> str:
+        """`daphne webapp.asgi:application` (HTTP and websockets) on a free port of 127.0.0.1, with the
+        workers' environment; returns its base URL once it accepts connections."""
+        port = free_port()
+        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"]
+        server = self.spawn(name, argv)
+        wait_for(lambda: accepts_connections(port) or server.process.poll() is not None, timeout_s=60,
+                 what=f"{name} to listen on port {port}")  # fmt: skip
+        assert server.process.poll() is None, f"{name} exited:\n{server.log()[-3000:]}"
+        return f"http://127.0.0.1:{port}"
 
     def kill(self, process: Process) -> None:
         kill_tree(process.pid)

@@ -29,8 +29,10 @@ def parse_run_ids(raw: str) -> list[int]:
 def run_curve(run: Run) -> dict[str, Any]:
     """One run's curve points in finishing order, downsampled; the best score is a running best over all.
 
-    Each point: number (attempt), reward, best (best valid score so far), wall_s (since the run started),
-    exec_s (executor-seconds used so far: the sum of Δt of the attempts finished up to then)."""
+    Each point: finished (attempts finished so far: the x axis "attempts", so a line never runs backwards
+    when attempts finish out of order), number (the attempt's own number), reward, best (best valid score so
+    far), wall_s (since the run started), exec_s (executor-seconds used so far: the sum of Δt of the attempts
+    finished up to then)."""
     summary = run_summary(run)
     higher = summary["higher_is_better"]
     rows = [
@@ -46,6 +48,7 @@ def run_curve(run: Run) -> dict[str, Any]:
         wall_s = (attempt.finished_at - t0).total_seconds()
         points.append(
             {
+                "finished": len(points) + 1,
                 "number": attempt.number,
                 "reward": attempt.reward,
                 "best": best,

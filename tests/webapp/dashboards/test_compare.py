@@ -3,10 +3,13 @@ submissions with a code diff, and a leaderboard per competition."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
 
 from webapp.dashboards import compare
+from webapp.runs.models import Attempt
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +54,7 @@ def test_curves_run_against_attempts_wall_clock_and_executor_seconds(run, finish
     finish(run, score=0.4, duration_s=3.0)
     finish(run, score=0.8, duration_s=1.0)
     points = compare.run_curve(run)["points"]
-    assert [p["number"] for p in points] == [1, 2, 3]
+    assert [p["finished"] for p in points] == [1, 2, 3]
     assert [p["best"] for p in points] == [0.5, 0.5, 0.8]
     assert [p["exec_s"] for p in points] == [2.0, 5.0, 6.0]
     assert all(p["wall_s"] >= 0 for p in points)
@@ -77,3 +80,10 @@ def test_the_compare_page_has_a_leaderboard_for_each_competition(
     response = as_user(owner).get(compare_url(run, other_run))
     [(board_competition, rows)] = response.context["leaderboards"]
     assert board_competition == competition and [r.run for r in rows] == [run, other_run]
+
+
+def test_the_attempts_axis_counts_finished_attempts_so_a_curve_never_runs_backwards(run, finish):
+    first, second = finish(run, score=0.5), finish(run, score=0.6)
+    Attempt.objects.filter(id=first.id).update(finished_at=second.finished_at + timedelta(seconds=1))
+    points = compare.run_curve(run)["points"]
+    assert [(p["finished"], p["number"]) for p in points] == [(1, second.number), (2, first.number)]

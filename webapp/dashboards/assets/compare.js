@@ -2,10 +2,10 @@
 // cumulative executor-seconds (switchable without a reload). Curves come from the page (json_script).
 (function () {
   const curves = JSON.parse(document.getElementById("curves").textContent);
-  const titles = { number: "attempt", wall_s: "wall-clock (s)", exec_s: "cumulative executor-seconds" };
+  const titles = { finished: "attempts finished", wall_s: "wall-clock (s)", exec_s: "cumulative executor-seconds" };
   const config = { displayModeBar: false, responsive: true };
   const layout = (title, x) => ({ title: { text: title, font: { size: 14 } }, margin: { l: 50, r: 10, t: 36, b: 40 },
-    xaxis: { title: { text: x } }, legend: { orientation: "h" } });
+    xaxis: { title: { text: x }, automargin: true }, legend: { orientation: "h", yref: "container", y: 0, yanchor: "bottom" } });
   window.practicum = { charts: 0 };
 
   function draw() {

@@ -8,6 +8,7 @@
 (function () {
   const runId = JSON.parse(document.getElementById("run-id").textContent);
   const MAX_POINTS = 4000, DRAW_EVERY_MS = 400, PAGE_SIZE = 50;
+  const FINAL = ["finished", "failed", "cancelled"];
   const STAGES = ["imports_done", "data_loaded", "model_defined", "model_trained", "predictions_made", "submission_written"];
   const state = { seq: 0, attempts: new Map(), metrics: new Map(), total: 0, run: null,
     stats: { finished: 0, valid: 0, stages: {} }, bestSteps: [] };
@@ -74,8 +75,11 @@
     drawTimer = setTimeout(() => requestAnimationFrame(() => { drawTimer = null; lastDraw = Date.now(); draw(); }), wait);
   }
 
+  // The legend sits at the bottom of the figure, and margins grow to fit it and the x-axis title, so the two
+  // never overlap (a legend placed against the plot area covered the axis title).
+  const LEGEND = { orientation: "h", yref: "container", y: 0, yanchor: "bottom" };
   const layout = (title, x, y) => ({ title: { text: title, font: { size: 14 } }, margin: { l: 50, r: 10, t: 36, b: 40 },
-    xaxis: { title: { text: x } }, yaxis: { title: { text: y } }, legend: { orientation: "h" } });
+    xaxis: { title: { text: x }, automargin: true }, yaxis: { title: { text: y } }, legend: LEGEND });
   const config = { displayModeBar: false, responsive: true };
   const react = (id, traces, lay) => Plotly.react(id, traces, lay, config);
   const byVersion = (steps, key) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[key]), mode: "lines+markers", name: key });
@@ -103,7 +107,7 @@
     const groups = groupBy(done, (a) => a.family || a.prompt_kind);
     react("chart-scatter", Object.entries(groups).map(([name, items]) => ({
       x: items.map((a) => a.duration_s), y: items.map((a) => a.reward), mode: "markers", name, marker: { size: 6 },
-    })), { ...layout("Δt against reward (by family)", "", "reward"), xaxis: { type: "log", title: { text: "Δt (s, log)" } } });
+    })), { ...layout("Δt against reward (by family)", "", "reward"), xaxis: { type: "log", title: { text: "Δt (s, log)" }, automargin: true } });
     react("chart-learner", ["losses/policy", "losses/entropy", "losses/kl", "charts/entropy"].map((k) => byVersion(steps, k)),
       layout("Learner: loss, entropy, KL", "policy version", ""));
     react("chart-staleness", ["charts/staleness_mean", "charts/staleness_max"].map((k) => byVersion(steps, k)),
@@ -141,6 +145,7 @@
     $("stat-best").textContent = fmt(run.best_score);
     $("stat-valid").textContent = state.stats.finished ? fmt(state.stats.valid / state.stats.finished, 2) : "–";
     $("stat-version").textContent = run.policy_version ?? "";
+    if ($("cancel")) $("cancel").form.hidden = FINAL.includes(run.status);  // drawn while the run was active
   }
 
   function drawTable(rows) {

@@ -1,0 +1,118 @@
+"""Fixtures for the browser tests: the whole stack as real processes and a headless Chromium driving it.
+
+`asgi_server` is daphne (HTTP and websockets) plus Celery workers (one on the `gpu` queue for run
+supervisors, one on `sandbox` for attempts), all from tests/workers/cluster.py, on the pytest-django test
+database, a Redis database of their own and this test's data dir. `page` is a Chromium page (Debian's
+/usr/bin/chromium, driven by playwright; skipped when it is missing) whose relative URLs go to that server.
+`screenshot(name)` saves the page as PNG under PRACTICUM_SCREENSHOTS (default var/screenshots).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+_NAME = "practicum_test_cluster"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+VIEWPORT = {"width": 1280, "height": 900}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_cluster_module():
+    if _NAME not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "workers" / "cluster.py"
+        spec = importlib.util.spec_from_file_location(_NAME, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[_NAME] = module
+        spec.loader.exec_module(module)
+    return sys.modules[_NAME]
+
+
+_cluster = load_cluster_module()
+redis_url = _cluster.redis_url
+cluster = _cluster.cluster
+
+
+@pytest.fixture
+def asgi_server(cluster) -> str:
+    """The base URL of daphne serving the webapp, with workers ready to supervise runs and execute attempts.
+    (pytest-django's `live_server` serves WSGI only: no websockets, so no live pages.)"""
+    with ThreadPoolExecutor() as pool:  # the three start up (import Django, Celery) side by side
+        started = [
+            pool.submit(cluster.start_worker, "gpu", "gpu"),
+            pool.submit(cluster.start_worker, "sandbox", "sandbox", concurrency=2),
+            pool.submit(cluster.start_daphne),
+        ]
+    return [each.result() for each in started][-1]
+
+
+@pytest.fixture
+def sync_api():
+    """playwright's sync API, or a skip (before any server starts) when Chromium or playwright is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (scripts/system.sh installs Debian's chromium)")
+    return pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def browser(sync_api, asgi_server):
+    """Headless Chromium, per test: playwright's sync API keeps an asyncio loop running in this thread,
+    where Django refuses ORM calls, so it must be gone before the test database is flushed."""
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser, asgi_server) -> Iterator:
+    """A fresh browser context (no cookies) whose relative URLs go to `asgi_server`."""
+    context = browser.new_context(base_url=asgi_server, viewport=VIEWPORT)
+    context.set_default_timeout(30_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def screenshot(page) -> Callable[[str], Path]:
+    """`screenshot("run-live")` writes the whole page to <PRACTICUM_SCREENSHOTS>/run-live.png."""
+    folder = Path(os.environ.get("PRACTICUM_SCREENSHOTS") or ROOT / "var" / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def take(name: str) -> Path:
+        path = folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+def load_bundle_helpers():
+    """tests/webapp/conftest.py, whose write_bundle and zip_folder make the tiny churn competition."""
+    path = Path(__file__).resolve().parents[1] / "webapp" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("practicum_test_bundles", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def bundle_zip(tmp_path) -> Path:
+    """A valid competition bundle (tiny-churn, "Tiny Churn") as a .zip, as a user would upload it."""
+    helpers = load_bundle_helpers()
+    folder = helpers.write_bundle(tmp_path / "tiny-churn")
+    return helpers.zip_folder(folder, tmp_path / "tiny-churn.zip")
