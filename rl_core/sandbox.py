@@ -727,7 +727,12 @@ def prune_scratch(root: Path, *, keep_days: float, max_total_mb: float) -> list[
     """
     if not root.is_dir():
         return []
-    dirs = sorted((p for p in root.iterdir() if p.is_dir() and not p.is_symlink()), key=_mtime)
+    return prune_scratch_dirs(list(root.iterdir()), keep_days=keep_days, max_total_mb=max_total_mb)
+
+
+def prune_scratch_dirs(candidates: list[Path], *, keep_days: float, max_total_mb: float) -> list[Path]:
+    """`prune_scratch` over any set of attempt dirs (several runs' scratch roots at once, say)."""
+    dirs = sorted((p for p in candidates if p.is_dir() and not p.is_symlink()), key=_mtime)
     cutoff, removed = time.time() - keep_days * 86400, []
     sizes = {p: _scratch_usage(p)[0] for p in dirs}
     total = sum(sizes.values())

@@ -51,7 +51,10 @@ def make_app(broker_url: str | None = None, *, set_as_current: bool = True) -> C
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,  # a Redis restart is waited out, never fatal
         worker_cancel_long_running_tasks_on_connection_loss=False,  # attempts outlive a broker outage
-        beat_schedule={"recover-runs": {"task": "practicum.recover_runs", "schedule": 60.0}},
+        beat_schedule={
+            "recover-runs": {"task": "practicum.recover_runs", "schedule": 60.0},
+            "prune-scratch": {"task": "practicum.prune_scratch", "schedule": 3600.0},
+        },
     )
     if broker_url:
         app.conf.broker_url = app.conf.result_backend = broker_url

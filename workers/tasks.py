@@ -38,6 +38,14 @@ def execute_attempt(
     return execute(order)
 
 
+@shared_task(name="practicum.prune_scratch")
+def prune_scratch() -> int:
+    """Apply the scratch retention policy (webapp.runs.retention); celery beat runs this every hour."""
+    from webapp.runs.retention import scratch_prune
+
+    return len(scratch_prune())
+
+
 @shared_task(name="practicum.recover_runs")
 def recover_runs() -> list[int]:
     """Start a supervisor for every active run that has none alive (celery beat runs this every minute)."""
