@@ -295,7 +295,9 @@ class _Run:
         if outcome.reward is None:  # lost: its executions kept dying; nothing to learn from
             self.state.totals["lost"] = self.state.totals.get("lost", 0.0) + 1  # older checkpoints lack it
         else:
-            experience = Experience(sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid))
+            experience = Experience(
+                sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid)
+            )
             self.state.buffer.append(experience)
             self.count(experience, staleness)
         if outcome.valid and outcome.score is not None:

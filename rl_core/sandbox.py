@@ -280,6 +280,12 @@ def _copy_inputs(source: Path, target: Path, *, link: bool) -> None:
     shutil.copytree(source, target, copy_function=link_or_copy, dirs_exist_ok=True)
 
 
+def _interpreter() -> str:
+    """This Python as an absolute path without `..` or `.` parts (symlinks kept, so a venv stays a venv): a
+    worker started as `bench/../.venv/bin/python` must not name a folder the sandbox does not have."""
+    return os.path.normpath(os.path.abspath(sys.executable))
+
+
 def _python_roots() -> list[str]:
     """The interpreter's prefixes outside /usr (the venv and its base), outermost only."""
     executable_prefix = str(Path(os.path.realpath(sys.executable)).parent.parent)
@@ -358,7 +364,7 @@ def _program_env(request: ExecutionRequest, isolation: Isolation) -> dict[str, s
     home = SANDBOX_ROOT if isolation == "bwrap" else str(request.work_dir)
     threads = str(len(os.sched_getaffinity(0)))
     env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "PATH": f"{Path(_interpreter()).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": home,
         "TMPDIR": "/tmp" if isolation == "bwrap" else f"{home}/tmp",
         "USER": "sandbox",
@@ -388,10 +394,10 @@ def _command(request: ExecutionRequest, isolation: Isolation, uid: int | None) -
             *_bwrap_command(request, env),
             "--",
             *switch_user,
-            sys.executable,
+            _interpreter(),
             program,
         ], {}
-    return [*_rlimit_command(request), *switch_user, sys.executable, "-c", _FALLBACK_MAIN], env
+    return [*_rlimit_command(request), *switch_user, _interpreter(), "-c", _FALLBACK_MAIN], env
 
 
 # ---------------------------------------------------------------------------------------------- capture

@@ -56,6 +56,13 @@ def test_it_uses_bubblewrap_where_bubblewrap_works():
     assert sandbox.isolation_level() == "bwrap"
 
 
+def test_a_worker_started_through_a_dotted_interpreter_path_still_runs_programs(box, monkeypatch, tmp_path):
+    detour = tmp_path / "bench"  # like `bench/../.venv/bin/python`: a folder the sandbox does not have
+    detour.mkdir()
+    monkeypatch.setattr(sys, "executable", f"{detour}/{os.path.relpath(sys.executable, detour)}")
+    assert box.run("print('hello')").stdout == "hello\n"
+
+
 def test_it_reports_a_non_zero_exit_as_an_error_with_its_code(box):
     result = box.run("import sys; sys.exit(3)")
     assert (result.status, result.exit_code) == ("error", 3)
