@@ -42,6 +42,9 @@ and line numbers lost), checked the same way. A program that does not parse is r
 markers: it then fails by itself. `lm_instrument` lets a frozen LM insert the markers, with the same check.
 
 Markers are removed from the stdout shown to users (`strip_markers`); forged lines stay, as program output.
+A program that itself names the marker function (``__practicum_mark__``, as a name, an attribute or in a
+string) gets no markers at all: calling the environment's marker is the one forgery that the nonce alone
+would not stop, so such a program earns no partial credit (and, calling an undefined name, fails).
 Not covered: events the rules do not recognise (a model built by a helper from another module, a path held
 in a function argument); a marker for an event in an ``elif`` test runs after the whole if-chain; a
 program that reads its own source (or its globals) can learn the nonce.
@@ -599,6 +602,20 @@ def _checked(candidate: str, original_dump: str, *, prelude: bool) -> tuple[str,
     return tuple(s for s in STAGES if s in stages)
 
 
+def _names_the_marker(tree: ast.Module) -> bool:
+    """Whether the policy's program mentions the marker function itself (a name, attribute or string)."""
+    for node in ast.walk(tree):
+        text = (
+            node.id if isinstance(node, ast.Name)
+            else node.attr if isinstance(node, ast.Attribute)
+            else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            else ""
+        )  # fmt: skip
+        if MARK_FUNCTION.rstrip("_") in text:
+            return True
+    return False
+
+
 def _parse(program: str) -> ast.Module | None:
     try:
         return ast.parse(program)
@@ -612,7 +629,8 @@ def _parse(program: str) -> ast.Module | None:
 def instrument(program: str, nonce: str) -> Instrumented:
     """Insert the stage markers, printing with `nonce` (letters, digits, underscores), by AST rules.
 
-    Returns the program unchanged with no markers when it does not parse or has no recognisable event.
+    Returns the program unchanged with no markers when it does not parse, has no recognisable event, or
+    names the marker function itself (a forgery: see the module docstring).
 
     >>> out = instrument("import pandas as pd\\ndf = pd.read_csv('input/train.csv')\\n", "ab12")
     >>> out.inserted
@@ -621,7 +639,7 @@ def instrument(program: str, nonce: str) -> Instrumented:
     "df = pd.read_csv('input/train.csv'); __practicum_mark__('data_loaded')"
     """
     tree = _parse(program)
-    if tree is None:
+    if tree is None or _names_the_marker(tree):
         return Instrumented(program, (), "ast")
     original_dump, anchors = ast.dump(tree), _anchors(tree)
     if not anchors:
@@ -662,7 +680,7 @@ def lm_instrument(program: str, nonce: str, generate: Callable[[str], str]) -> I
         generate: prompt -> completion, e.g. greedy decoding with the base model's adapters off.
     """
     tree = _parse(program)
-    if tree is None:
+    if tree is None or _names_the_marker(tree):
         return Instrumented(program, (), "ast")
     try:
         candidate = _reply_code(generate(LM_PROMPT.format(program=program)))

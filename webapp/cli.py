@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -18,14 +19,14 @@ class BadInput(CommandError):
 
 
 class JsonCommand(BaseCommand):
-    """Subclasses implement `run(**options) -> dict`; this prints it as one JSON line."""
+    """Subclasses implement `run(**options) -> dict` (taking the options they declare by keyword); this
+    prints it as one JSON line."""
+
+    run: Callable[..., dict[str, Any]]
 
     def handle(self, *args: Any, **options: Any) -> None:
         result = self.run(**options)
         self.stdout.write(json.dumps(result, default=str))
-
-    def run(self, **options: Any) -> dict[str, Any]:
-        raise NotImplementedError
 
     def progress(self, message: str) -> None:
         print(message, file=sys.stderr, flush=True)

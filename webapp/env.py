@@ -71,7 +71,9 @@ def env_database(name: str, default_sqlite: Path) -> dict:
     if parts.scheme in ("postgres", "postgresql"):
         db_name = unquote(parts.path.lstrip("/"))
         if not db_name:
-            raise ImproperlyConfigured(f"{name} must name a database, like postgresql://host/db, not {raw!r}.")
+            raise ImproperlyConfigured(
+                f"{name} must name a database, like postgresql://host/db, not {raw!r}."
+            )
         try:
             port = parts.port
         except ValueError:

@@ -35,8 +35,10 @@ ROUTES = {
 
 def make_app(broker_url: str | None = None, *, set_as_current: bool = True) -> Celery:
     """A configured app; `broker_url` overrides the settings' broker and backend (tests, benchmarks)."""
+    from workers import broker_fixes
     from workers.options import option
 
+    broker_fixes.install()
     preconf = {"broker": broker_url, "backend": broker_url} if broker_url else {}
     app = Celery("practicum", set_as_current=set_as_current, **preconf)
     app.config_from_object("django.conf:settings", namespace="CELERY")

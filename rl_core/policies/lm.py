@@ -29,7 +29,8 @@ GPU: device "cuda" and bf16 when available (log-softmax in float32). vLLM (`LMPo
 imported lazily; whenever the version changed since the last push, the adapter is saved to a folder and
 served as a new ``LoRARequest``. vLLM has no code-fence stopping criterion here, so it samples to the
 token limit and the response is cut after the first closed Python block.
-Not done: full fine-tuning, gradient checkpointing, several adapters at once; vLLM is untested here.
+Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), gradient checkpointing, several
+adapters at once; vLLM is untested here.
 """
 
 from __future__ import annotations
@@ -348,6 +349,16 @@ class LMPolicy:
             with torch.no_grad(), self.model.disable_adapter():
                 reference = self._forward(prompt_ids, response_ids)[0].cpu()
         return Scored(logprobs.cpu(), mask.cpu(), entropy.cpu(), reference)
+
+    def token_logprobs(
+        self, prompt_ids: list[list[int]], response_ids: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, T) log-probs under π of each response's tokens given its prompt, with gradients, and the
+        (B, T) mask, laid out as in `score` (on the model's device); no entropy and no reference. Supervised
+        fine-tuning (`rl_core.warmstart`) trains on these, with `prompt_ids` and `response_ids` tokenized
+        as `score` does."""
+        logprobs, mask, _ = self._forward(prompt_ids, response_ids)
+        return logprobs, mask
 
     def parameters(self) -> list[torch.nn.Parameter]:
         """The LoRA adapter matrices (the only trainable tensors)."""

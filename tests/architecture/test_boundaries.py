@@ -38,7 +38,9 @@ def test_the_web_process_does_not_import_torch():
         "get_resolver().url_patterns; import webapp.competitions.views; "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert result.stdout.split() == ["False", "False"]
 
 

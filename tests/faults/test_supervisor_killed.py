@@ -9,6 +9,7 @@ import pytest
 import redis
 from practicum_test_cluster import wait_for
 
+from rl_core.checkpoint import latest_checkpoint
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
@@ -46,7 +47,7 @@ def resumed(cluster, iris, redis_url):
     checkpoints = run_dir(run.id) / "checkpoints"
     watch_run(
         run.id,
-        lambda r: r.policy_version >= 1 and any(checkpoints.iterdir()),
+        lambda r: r.policy_version >= 1 and latest_checkpoint(checkpoints) is not None,
         timeout_s=150,
         versions=versions,
     )
@@ -62,7 +63,7 @@ def test_a_killed_supervisor_is_resumed_from_its_checkpoint_without_recounting_o
     """One scenario (it takes half a minute to set up), checked for each thing the resume promises."""
     run, versions, log = resumed
     keys = sorted(Attempt.objects.filter(run=run).values_list("key", flat=True))
-    assert run.status == Run.Status.FINISHED
+    assert run.status == Run.Status.FINISHED, f"{run.error}\n{log[-3000:]}"
     assert f"run {run.id}: resuming from checkpoint" in log
     assert (run.attempts_done, keys) == (ATTEMPTS, sorted(f"0-{n}" for n in range(ATTEMPTS)))
     assert versions == sorted(versions)

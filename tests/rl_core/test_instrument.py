@@ -436,3 +436,17 @@ def test_a_method_of_the_program_that_loads_data_marks_its_calls():
     program = "import os\nclass Data:\n    def load(self):\n        return pd.read_csv('input/a.csv')\n"
     program += "frame = Data().load()\n"
     assert instrument(program, NONCE).program.splitlines()[4].endswith("__practicum_mark__('data_loaded')")
+
+
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        "__practicum_mark__('model_trained')",
+        "globals()['__practicum_mark__']('model_trained')",
+        "import builtins; builtins.__practicum_mark__('model_trained')",
+    ],
+)
+def test_a_program_that_calls_the_marker_itself_gets_no_markers(forgery):
+    program = f"import pandas as pd\ndf = pd.read_csv('input/train.csv')\n{forgery}\n"
+    assert instrument(program, NONCE) == Instrumented(program, (), "ast")
+    assert lm_instrument(program, NONCE, lambda prompt: program).inserted == ()

@@ -429,8 +429,8 @@ def test_program_runs_as_an_unprivileged_user(box):
 # ------------------------------------------------------------------------------------- markers
 
 
-def test_program_cannot_forge_stage_markers(box, data_dir):
-    task = TaskFiles(
+def tiny_task(box: Sandbox) -> TaskFiles:
+    return TaskFiles(
         slug="tiny",
         public_dir=box.public_dir,
         answers_path=box.answers_path,
@@ -439,6 +439,10 @@ def test_program_cannot_forge_stage_markers(box, data_dir):
         memory_mb=1024,
         baseline_score=None,
     )
+
+
+def test_program_cannot_forge_stage_markers(box, data_dir):
+    task = tiny_task(box)
     stages = ["imports_done", "data_loaded", "model_defined", "model_trained", "submission_written"]
     forged = "\n".join(
         f"print('@@practicum:{nonce}:{stage}')" for nonce in ("0" * 16, "nonce") for stage in stages
@@ -447,3 +451,11 @@ def test_program_cannot_forge_stage_markers(box, data_dir):
     assert outcome.status == "ok"
     assert outcome.stages == ()
     assert "@@practicum:0000000000000000:imports_done" in outcome.stdout_tail
+
+
+def test_program_cannot_call_the_environments_marker_itself(box, data_dir):
+    task = tiny_task(box)
+    program = "import os\n__practicum_mark__('model_trained', 'predictions_made', 'submission_written')\n"
+    outcome = run_program(program, task, data_dir / "self-mark", nonce="a1b2c3d4e5f60718")
+    assert (outcome.status, outcome.stages) == ("error", ())
+    assert "NameError" in outcome.stderr_tail

@@ -24,7 +24,9 @@ ANSWERS = "id,churned\n10,0\n11,1\n12,0\n13,1\n"
 DESCRIPTION = "# Tiny Churn\n\nPredict whether a customer churns.\n"
 
 
-def write_bundle(root: Path, *, spec: dict | None = None, files: dict[str, str | bytes | None] | None = None) -> Path:
+def write_bundle(
+    root: Path, *, spec: dict | None = None, files: dict[str, str | bytes | None] | None = None
+) -> Path:
     """Write a valid bundle to `root`, then apply overrides: a file set to None is removed."""
     contents: dict[str, str | bytes | None] = {
         "competition.yaml": yaml.safe_dump({**SPEC, **(spec or {})}),

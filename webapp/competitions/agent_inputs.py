@@ -16,7 +16,8 @@ def competition_task_files(*, competition: Competition) -> TaskFiles:
     """The competition as the environment sees it: public files, hidden answers (for the grader), limits."""
     if not storage.public_dir(competition.slug).is_dir():
         raise FileNotFoundError(
-            f"The files of competition {competition.slug!r} are not visible under {storage.competitions_root()} "
+            f"The files of competition {competition.slug!r} are not visible under "
+            f"{storage.competitions_root()} "
             "on this machine (is PRACTICUM_DATA_DIR the shared folder?)."
         )
     return TaskFiles(

@@ -68,7 +68,9 @@ class CompetitionUpload(APIView):
         form.is_valid(raise_exception=True)
         try:
             competition = services.competition_import_upload(
-                files=form.validated_data["files"], owner=request.user, is_public=form.validated_data["is_public"]
+                files=form.validated_data["files"],
+                owner=request.user,
+                is_public=form.validated_data["is_public"],
             )
         except BundleError as error:
             return Response({"error": str(error)}, status=status.HTTP_400_BAD_REQUEST)

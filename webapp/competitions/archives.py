@@ -52,7 +52,8 @@ def check_members(members: list[zipfile.ZipInfo], archive_bytes: int, limits: Bu
             )
     if declared > limits.max_total_bytes:
         raise BundleError(
-            f"The zip unpacks to {human_bytes(declared)}; at most {human_bytes(limits.max_total_bytes)} is allowed."
+            f"The zip unpacks to {human_bytes(declared)}; "
+            f"at most {human_bytes(limits.max_total_bytes)} is allowed."
         )
     if archive_bytes and declared / archive_bytes > limits.max_zip_ratio:
         raise BundleError(f"The zip unpacks to {declared // archive_bytes}:1 of its size (a zip bomb?).")

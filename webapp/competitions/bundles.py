@@ -168,7 +168,9 @@ def require_columns(raw: dict[str, Any]) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-        raise BundleError("competition.yaml: field 'target_columns' must be a non-empty list of column names.")
+        raise BundleError(
+            "competition.yaml: field 'target_columns' must be a non-empty list of column names."
+        )
     if len(set(value)) != len(value):
         raise BundleError("competition.yaml: field 'target_columns' lists a column twice.")
     return tuple(value)
@@ -176,7 +178,12 @@ def require_columns(raw: dict[str, Any]) -> tuple[str, ...]:
 
 def require_positive(raw: dict[str, Any], field: str, default: float) -> float:
     value = raw.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise BundleError(f"competition.yaml: field {field!r} must be a positive number, not {value!r}.")
     return float(value)
 
@@ -207,7 +214,9 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def check_ids(spec: BundleSpec, frame: pd.DataFrame, label: str) -> None:
     if spec.id_column not in frame.columns:
-        raise BundleError(f"{label}: has no id column {spec.id_column!r} (columns: {', '.join(frame.columns)}).")
+        raise BundleError(
+            f"{label}: has no id column {spec.id_column!r} (columns: {', '.join(frame.columns)})."
+        )
     ids = frame[spec.id_column]
     if ids.isna().any():
         raise BundleError(f"{label}: the id column {spec.id_column!r} has empty values.")
@@ -237,16 +246,22 @@ def check_sample_submission(spec: BundleSpec, sample: pd.DataFrame, test: pd.Dat
             f"public/sample_submission.csv: columns must be {', '.join(expected)}, "
             f"not {', '.join(sample.columns)}."
         )
-    check_same_ids(sample[spec.id_column], test[spec.id_column], "public/sample_submission.csv", "public/test.csv")
+    check_same_ids(
+        sample[spec.id_column], test[spec.id_column], "public/sample_submission.csv", "public/test.csv"
+    )
 
 
 def check_same_ids(ids: pd.Series, reference: pd.Series, label: str, reference_label: str) -> None:
     extra = sorted(set(ids) - set(reference))
     missing = sorted(set(reference) - set(ids))
     if missing:
-        raise BundleError(f"{label}: lacks {len(missing)} ids of {reference_label} (e.g. {sample_of(missing)}).")
+        raise BundleError(
+            f"{label}: lacks {len(missing)} ids of {reference_label} (e.g. {sample_of(missing)})."
+        )
     if extra:
-        raise BundleError(f"{label}: has {len(extra)} ids not in {reference_label} (e.g. {sample_of(extra)}).")
+        raise BundleError(
+            f"{label}: has {len(extra)} ids not in {reference_label} (e.g. {sample_of(extra)})."
+        )
 
 
 def baseline_score(spec: BundleSpec, root: Path) -> float:

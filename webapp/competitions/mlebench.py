@@ -51,7 +51,9 @@ def convert_mlebench(source: Path, dest: Path) -> Path:
     public, private = source / "prepared" / "public", source / "prepared" / "private"
     answers = private / PurePosixPath(str(config.get("dataset", {}).get("answers", "test.csv"))).name
     if not answers.is_file():
-        raise BundleError(f"prepared/private/{answers.name}: the answers file named in config.yaml is missing.")
+        raise BundleError(
+            f"prepared/private/{answers.name}: the answers file named in config.yaml is missing."
+        )
     sample = public / "sample_submission.csv"
     columns = sample_columns(sample)
     shutil.copytree(public, dest / "public", symlinks=True)
@@ -89,7 +91,9 @@ def map_grader(config: dict) -> str:
     name = str(grader.get("name", "")).strip().lower() if isinstance(grader, dict) else ""
     if name not in GRADER_METRICS:
         known = ", ".join(sorted(GRADER_METRICS))
-        raise BundleError(f"config.yaml: grader {name or '(none)'!r} has no Practicum metric; known: {known}.")
+        raise BundleError(
+            f"config.yaml: grader {name or '(none)'!r} has no Practicum metric; known: {known}."
+        )
     return GRADER_METRICS[name]
 
 
@@ -101,5 +105,7 @@ def sample_columns(sample: Path) -> list[str]:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         raise BundleError("prepared/public/sample_submission.csv: not a readable CSV.") from None
     if len(columns) < 2:
-        raise BundleError("prepared/public/sample_submission.csv: needs an id column and at least one target.")
+        raise BundleError(
+            "prepared/public/sample_submission.csv: needs an id column and at least one target."
+        )
     return columns

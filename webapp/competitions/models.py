@@ -15,7 +15,11 @@ class Competition(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=200)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="competitions"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="competitions",
     )
     is_public = models.BooleanField(default=False)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.BUNDLE)

@@ -40,7 +40,9 @@ def competition_public_file(*, competition: Competition, name: str) -> Path | No
     return storage.public_file(competition.slug, name)
 
 
-def competition_preview(*, competition: Competition, name: str = "train.csv", rows: int = 8) -> pd.DataFrame | None:
+def competition_preview(
+    *, competition: Competition, name: str = "train.csv", rows: int = 8
+) -> pd.DataFrame | None:
     """The first rows of a public CSV, for the detail page."""
     path = storage.public_file(competition.slug, name)
     if path is None:
@@ -57,6 +59,7 @@ def competition_medals(*, competition: Competition) -> MedalThresholds | None:
 
 def competition_grading_spec(*, competition: Competition) -> GradingSpec:
     return GradingSpec(
-        metric=competition.metric, id_column=competition.id_column, target_columns=tuple(competition.target_columns)
+        metric=competition.metric,
+        id_column=competition.id_column,
+        target_columns=tuple(competition.target_columns),
     )
-

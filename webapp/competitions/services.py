@@ -107,8 +107,8 @@ def unpack(path: Path, staging: Path) -> tuple[Path, str]:
     if is_mlebench_folder(path):
         converted = staging / "converted"
         converted.mkdir()
-        return convert_mlebench(path, converted), Competition.Source.MLEBENCH
-    return path, Competition.Source.BUNDLE
+        return convert_mlebench(path, converted), str(Competition.Source.MLEBENCH)
+    return path, str(Competition.Source.BUNDLE)
 
 
 def store(bundle: ValidatedBundle, *, staging: Path, owner, is_public: bool, source: str) -> Competition:

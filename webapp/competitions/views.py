@@ -25,7 +25,9 @@ def competition_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "competition": competition,
         "metric": selectors.competition_metric(competition=competition),
         "description_html": render_markdown(competition.description),
-        "preview_html": preview.to_html(index=False, classes="preview", border=0) if preview is not None else "",
+        "preview_html": preview.to_html(index=False, classes="preview", border=0)
+        if preview is not None
+        else "",
         "medals": selectors.competition_medals(competition=competition),
     }
     return render(request, "competitions/detail.html", context)

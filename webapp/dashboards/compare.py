@@ -40,7 +40,8 @@ def run_curve(run: Run) -> dict[str, Any]:
     ]
     rows.sort(key=lambda a: a.finished_at)
     t0 = run.started_at or (min(a.started_at for a in rows) if rows else None)
-    points, best, exec_s = [], None, 0.0
+    points: list[dict[str, Any]] = []
+    best, exec_s = None, 0.0
     for attempt in rows:
         exec_s += attempt.duration_s or 0.0
         if attempt.valid and attempt.score is not None and (best is None or (attempt.score > best) == higher):

@@ -16,6 +16,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
 from webapp.competitions import selectors as competition_selectors
+from webapp.competitions.models import Competition
 from webapp.dashboards import apidocs, compare, exports, forms, leaderboard, tokens
 from webapp.runs import selectors, services
 from webapp.runs.models import Attempt, Run
@@ -75,11 +76,15 @@ def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> Http
     form = forms.RunStartForm(request.POST or None, initial=initial, competitions=visible)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        run = services.run_start(
-            owner=request.user, competitions=list(data["competitions"]), config=data["config"],
-            name=data["name"], is_public=data["is_public"], cloned_from=source,
-        )  # fmt: skip
-        return redirect("dashboards:run", run_id=run.id)
+        try:
+            run = services.run_start(
+                owner=request.user, competitions=list(data["competitions"]), config=data["config"],
+                name=data["name"], is_public=data["is_public"], cloned_from=source,
+            )  # fmt: skip
+        except ValueError as error:  # a quota refusal, or a config the form could not check
+            form.add_error(None, str(error))
+        else:
+            return redirect("dashboards:run", run_id=run.id)
     status = 400 if request.method == "POST" else 200
     return render(request, "dashboards/run_start.html", {"form": form, "source": source}, status=status)
 
@@ -101,7 +106,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         run_ids=compare.parse_run_ids(request.GET.get("runs", "")), user=request.user
     )
     show_all = request.GET.get("all") == "1"
-    competitions = {c.id: c for run in runs for c in run.competitions.all()}
+    competitions = visible_competitions_of(runs, request)
     context = {
         "runs": runs,
         "run_ids": ",".join(str(r.id) for r in runs),
@@ -110,11 +115,19 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "config_rows": compare.config_rows(runs, show_all=show_all),
         "best": compare.best_submissions(runs),
         "leaderboards": [
-            (c, leaderboard.competition_leaderboard(competition=c, user=request.user))
-            for c in competitions.values()
+            (c, leaderboard.competition_leaderboard(competition=c, user=request.user)) for c in competitions
         ],
     }
     return render(request, "dashboards/compare.html", context)
+
+
+def visible_competitions_of(runs: list[Run], request: HttpRequest) -> list[Competition]:
+    """The competitions of `runs` the user may see, in order: a public run may be on a private
+    competition, whose leaderboard (medals, percentiles) stays its owner's."""
+    visible = competition_selectors.competitions_visible_to(user=request.user)
+    ids = set(visible.filter(runs__in=runs).values_list("id", flat=True))
+    competitions = {c.id: c for run in runs for c in run.competitions.all()}
+    return [c for c in competitions.values() if c.id in ids]
 
 
 def run_export(request: HttpRequest, run_id: int, what: str, fmt: str) -> HttpResponse:

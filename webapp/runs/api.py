@@ -20,6 +20,7 @@ from webapp.competitions import selectors as competition_selectors
 from webapp.runs import selectors, services
 from webapp.runs.models import Attempt, Run
 from webapp.runs.payloads import attempt_detail, attempt_summary, run_summary
+from webapp.runs.quotas import QuotaExceeded
 
 JSON_OBJECT = OpenApiTypes.OBJECT
 
@@ -135,9 +136,11 @@ class RunList(APIView):
             return Response({"error": f"competitions: no competition called {missing[0]!r}."}, status=400)
         try:
             run = services.run_start(
-                owner=request.user, competitions=competitions, config=form.validated_data["config"],
+                owner=request.user, competitions=[c for c in competitions if c is not None], config=form.validated_data["config"],
                 name=form.validated_data["name"], is_public=form.validated_data["is_public"],
             )  # fmt: skip
+        except QuotaExceeded as error:
+            return Response({"error": str(error)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         except (TypeError, ValueError) as error:
             return Response({"error": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(run_summary(run), status=status.HTTP_201_CREATED)

@@ -13,6 +13,12 @@ class RunConfig:
     """Which policy writes the programs."""
     model: str = "smollm2-135m"
     """LM policy only: the embedded model's name, a local path, or a cached Hugging Face name."""
+    warm_start: str = ""
+    """LM policy only: a warm start to begin from (`manage.py warmstart`): its name under
+    PRACTICUM_DATA_DIR/adapters, or a folder path; "" for none."""
+    seed_baseline: bool = False
+    """Before the first attempt, run the simplest grammar program once per competition and put it, when
+    valid, into the improve pool, so improve prompts exist from the first attempt."""
     attempts: int = 64
     """Attempt budget."""
     actors: int = 2
@@ -62,8 +68,12 @@ class RunConfig:
             raise ValueError(f"config: improve_prob must be between 0 and 1, not {self.improve_prob!r}.")
         if self.policy not in ("grammar", "lm"):
             raise ValueError(f"config: policy must be 'grammar' or 'lm', not {self.policy!r}.")
+        if self.warm_start and self.policy != "lm":
+            raise ValueError("config: warm_start needs policy 'lm' (a warm start adapts a language model).")
         if self.reward_preset not in ("normalized", "paper"):
-            raise ValueError(f"config: reward_preset must be 'normalized' or 'paper', not {self.reward_preset!r}.")
+            raise ValueError(
+                f"config: reward_preset must be 'normalized' or 'paper', not {self.reward_preset!r}."
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,21 +18,27 @@ class Run(models.Model):
         GRAMMAR = "grammar", "GrammarPolicy (program grammar, not a language model)"
         LM = "lm", "LMPolicy (language model)"
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="runs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="runs"
+    )
     competitions = models.ManyToManyField("competitions.Competition", related_name="runs")
     name = models.CharField(max_length=200, blank=True)
     is_public = models.BooleanField(default=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     policy = models.CharField(max_length=16, choices=PolicyKind.choices, default=PolicyKind.GRAMMAR)
     config = models.JSONField(default=dict, help_text="Every loop, learner, reward and policy setting.")
-    cloned_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    cloned_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     warm_start_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="warm_started_runs"
     )
     policy_version = models.PositiveIntegerField(default=0)
     attempts_done = models.PositiveIntegerField(default=0)
     best_score = models.FloatField(null=True, blank=True)
-    best_attempt = models.ForeignKey("Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    best_attempt = models.ForeignKey(
+        "Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     event_seq = models.PositiveBigIntegerField(default=0, help_text="Sequence number of the last live event.")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -63,7 +69,9 @@ class Attempt(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
     key = models.CharField(max_length=64, help_text="The loop's attempt id; makes redelivery idempotent.")
-    competition = models.ForeignKey("competitions.Competition", on_delete=models.CASCADE, related_name="attempts")
+    competition = models.ForeignKey(
+        "competitions.Competition", on_delete=models.CASCADE, related_name="attempts"
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     prompt_kind = models.CharField(max_length=16, default="solve")
     policy_version = models.PositiveIntegerField()

@@ -32,6 +32,21 @@ def attempt_summary(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+ATTEMPT_POINT_FIELDS = (
+    "id", "number", "status", "valid", "score", "reward", "duration_s", "family", "prompt_kind",
+    "started_at", "finished_at",
+)  # fmt: skip
+
+
+def attempt_point(row: dict[str, Any]) -> dict[str, Any]:
+    """An attempt as a point of the run page's charts: `attempt_summary`'s fields that the charts draw,
+    from a `.values(*ATTEMPT_POINT_FIELDS)` row (no model instance: a snapshot holds hundreds)."""
+    point = {field: row[field] for field in ATTEMPT_POINT_FIELDS}
+    for field in ("started_at", "finished_at"):
+        point[field] = point[field].isoformat() if point[field] else None
+    return point
+
+
 def attempt_detail(attempt: Attempt) -> dict[str, Any]:
     return {
         **attempt_summary(attempt),
@@ -49,7 +64,12 @@ def attempt_detail(attempt: Attempt) -> dict[str, Any]:
 
 
 def learner_step_summary(step: LearnerStep) -> dict[str, Any]:
-    return {"version": step.version, "attempts_done": step.attempts_done, "wall_s": step.wall_s, **step.metrics}
+    return {
+        "version": step.version,
+        "attempts_done": step.attempts_done,
+        "wall_s": step.wall_s,
+        **step.metrics,
+    }
 
 
 def run_summary(run: Run) -> dict[str, Any]:

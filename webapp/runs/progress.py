@@ -26,7 +26,9 @@ class ProgressObserver:
         self.busy += 1
         self.refresh()
 
-    def on_attempt_finished(self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int):
+    def on_attempt_finished(
+        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
+    ):
         self.busy -= 1
         self.rewards.append(outcome.reward)
         if outcome.valid and outcome.score is not None:

@@ -1,6 +1,6 @@
 """Per-user quotas and admission control, so that one user cannot starve the others of workers.
 
-Two limits, checked when a run is started (`run_admit`, called by services.run_start_within_quota):
+Two limits, checked when a run is started (`run_admit`, called by services.run_start):
 - PRACTICUM_MAX_RUNS_PER_USER (default 2): runs of one user queued or running at once;
 - PRACTICUM_MAX_IN_FLIGHT_PER_USER (default 8): attempts of one user in flight at once, over all of
   their active runs. A run keeps exactly `actors` attempts in flight (the loop replaces each one as it
@@ -75,7 +75,8 @@ def refusal(usage: Usage, quota: Quota, actors: int) -> str | None:
     """
     if usage.runs >= quota.max_runs:
         return (
-            f"You already have {usage.runs} runs queued or running (the limit is {quota.max_runs} per user): "
+            f"You already have {usage.runs} run{'' if usage.runs == 1 else 's'} queued or running "
+            f"(the limit is {quota.max_runs} per user): "
             "wait for one to finish, or cancel one."
         )
     if usage.in_flight + actors > quota.max_in_flight:

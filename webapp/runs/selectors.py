@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
+from rl_core.adapters import list_warm_starts
+from rl_core.metrics import get_metric
+from webapp import storage
 from webapp.competitions.models import Competition
 from webapp.runs.models import Attempt, LearnerStep, Run
-from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
+from webapp.runs.payloads import (
+    ATTEMPT_POINT_FIELDS,
+    attempt_point,
+    attempt_summary,
+    learner_step_summary,
+    run_summary,
+)
 
-MAX_CHART_POINTS = 2000
+# A snapshot is one websocket message, and daphne (autobahn) refuses to send one over 1 MiB; these
+# bounds keep a run page's snapshot near 0.6 MB however long the run (bench/dashboard_load.py shows it).
+MAX_CHART_POINTS = 1000
+MAX_METRIC_POINTS = 500
 
 
 def runs_visible_to(*, user: User | AnonymousUser) -> QuerySet[Run]:
@@ -74,53 +87,93 @@ def downsample_keeping_recent(
     return downsample(items[:-recent], limit - recent) + items[-recent:]
 
 
-def attempt_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts over every finished attempt (not the downsampled ones): finished, valid, and per stage.
+def attempt_stats(groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts over finished attempts: finished, valid, and per stage, from rows that each stand for
+    `count` attempts with the same `valid` and `stages`.
 
-    >>> attempt_stats([{"status": "ok", "valid": True, "stages": ["imports_done"]}])["stages"]["imports_done"]
-    1
+    >>> attempt_stats([{"valid": True, "stages": ["imports_done"], "count": 3},
+    ...                {"valid": False, "stages": [], "count": 1}])
+    {'finished': 4, 'valid': 3, 'stages': {'imports_done': 3}}
     """
-    finished = [a for a in summaries if a["status"] not in ("running", "lost")]
     stages: dict[str, int] = {}
-    for attempt in finished:
-        for stage in attempt["stages"]:
-            stages[stage] = stages.get(stage, 0) + 1
-    return {"finished": len(finished), "valid": sum(a["valid"] for a in finished), "stages": stages}
+    for group in groups:
+        for stage in group["stages"]:
+            stages[stage] = stages.get(stage, 0) + group["count"]
+    finished = sum(group["count"] for group in groups)
+    return {"finished": finished, "valid": sum(g["count"] for g in groups if g["valid"]), "stages": stages}
 
 
-def best_score_steps(summaries: list[dict[str, Any]], *, higher_is_better: bool) -> list[dict[str, Any]]:
-    """The attempts that improved the best valid score, in order of finishing: the exact best-score curve.
+def best_score_steps(graded: list[dict[str, Any]], *, higher_is_better: bool) -> list[dict[str, Any]]:
+    """The rows that improved the best score, from graded attempts in order of finishing.
 
-    >>> rows = [{"number": 1, "valid": True, "score": .5, "finished_at": "1"},
-    ...         {"number": 2, "valid": True, "score": .4, "finished_at": "2"}]
+    >>> rows = [{"number": 1, "score": .5}, {"number": 2, "score": .4}, {"number": 3, "score": .6}]
     >>> [s["number"] for s in best_score_steps(rows, higher_is_better=True)]
-    [1]
+    [1, 3]
     """
     steps: list[dict[str, Any]] = []
-    graded = [a for a in summaries if a["valid"] and a["score"] is not None]
-    for attempt in sorted(graded, key=lambda a: a["finished_at"]):
+    for row in graded:
         best = steps[-1]["score"] if steps else None
-        if best is None or (attempt["score"] > best if higher_is_better else attempt["score"] < best):
-            steps.append({k: attempt[k] for k in ("number", "score", "finished_at")})
+        if best is None or (row["score"] > best if higher_is_better else row["score"] < best):
+            steps.append(row)
     return steps
 
 
 def run_snapshot(*, run: Run) -> dict[str, Any]:
-    """Everything a run page needs to (re)draw itself, with chart history downsampled; the `seq` tells
-    the page which live events it already includes. `stats` and `best_steps` cover every attempt."""
+    """Everything a run page needs to (re)draw itself; the `seq` tells the page which live events it
+    already includes. Bounded in size and cost however long the run: `attempts` holds at most
+    MAX_CHART_POINTS (the newest RECENT_IN_FULL as full summaries, older ones evenly spaced as chart
+    points) and `metrics` at most MAX_METRIC_POINTS updates; `stats` and `best_steps` are exact over
+    every attempt, counted in the database rather than over model instances."""
     run = Run.objects.select_related("owner").get(id=run.id)  # fresh, with the latest seq
     summary = run_summary(run)
-    attempts = [attempt_summary(a) for a in run_attempt_rows(run=run)]
+    ids = list(run.attempts.order_by("number").values_list("id", flat=True))
     return {
         "type": "snapshot",
         "seq": run.event_seq,
         "run": summary,
-        "attempts": downsample_keeping_recent(attempts),
-        "attempts_total": len(attempts),
-        "stats": attempt_stats(attempts),
-        "best_steps": best_score_steps(attempts, higher_is_better=summary["higher_is_better"]),
-        "metrics": downsample(run_metric_history(run=run)),
+        "attempts": snapshot_attempts(run=run, ids=ids),
+        "attempts_total": len(ids),
+        "stats": run_attempt_stats(run=run),
+        "best_steps": run_best_score_steps(run=run, higher_is_better=summary["higher_is_better"]),
+        "metrics": run_metric_points(run=run),
     }
+
+
+def snapshot_attempts(*, run: Run, ids: list[int]) -> list[dict[str, Any]]:
+    """The attempts with these ids (the run's, in order), downsampled: full summaries for the newest
+    RECENT_IN_FULL (the live table shows them), chart points for the older ones."""
+    chosen = downsample_keeping_recent(ids)
+    recent = set(ids[-RECENT_IN_FULL:])
+    full = {a.id: attempt_summary(a) for a in run_attempt_rows(run=run).filter(id__in=recent)}
+    rows = run.attempts.filter(id__in=set(chosen) - recent).values(*ATTEMPT_POINT_FIELDS)
+    points = {row["id"]: attempt_point(row) for row in rows}
+    return [item for i in chosen if (item := full.get(i) or points.get(i))]
+
+
+def run_attempt_stats(*, run: Run) -> dict[str, Any]:
+    """`attempt_stats` over the run's finished attempts (lost ones excluded), grouped in the database."""
+    finished = run.attempts.exclude(status__in=(Attempt.Status.RUNNING, Attempt.Status.LOST))
+    # order_by() drops the model's default ordering, which would otherwise split the groups.
+    groups = finished.values("valid", "stages").annotate(count=Count("id")).order_by()
+    return attempt_stats(list(groups))
+
+
+def run_best_score_steps(*, run: Run, higher_is_better: bool) -> list[dict[str, Any]]:
+    """Every improvement of the run's best valid score, in order of finishing: the exact best-score
+    curve, as {number, score, finished_at (ISO 8601)}."""
+    graded = run.attempts.filter(valid=True, score__isnull=False).order_by("finished_at", "number")
+    steps = best_score_steps(list(graded.values("number", "score")), higher_is_better=higher_is_better)
+    finished = dict(
+        graded.filter(number__in=[s["number"] for s in steps]).values_list("number", "finished_at")
+    )
+    return [{**step, "finished_at": finished[step["number"]].isoformat()} for step in steps]
+
+
+def run_metric_points(*, run: Run) -> list[dict[str, Any]]:
+    """The run's learner updates for its charts: at most MAX_METRIC_POINTS, evenly spaced, the newest kept."""
+    versions = list(LearnerStep.objects.filter(run=run).order_by("version").values_list("version", flat=True))
+    chosen = LearnerStep.objects.filter(run=run, version__in=downsample(versions, MAX_METRIC_POINTS))
+    return [learner_step_summary(step) for step in chosen.order_by("version")]
 
 
 def runs_get_visible(*, run_ids: list[int], user: User | AnonymousUser) -> list[Run]:
@@ -143,3 +196,35 @@ def competition_attempt_rows(*, competition: Competition, run_ids: list[int]) ->
     rows = Attempt.objects.filter(run_id__in=run_ids, competition=competition)
     rows = rows.exclude(status=Attempt.Status.RUNNING).order_by("run_id", "number")
     return rows.only("run_id", "number", "status", "valid", "score", "finished_at")
+
+
+def adapters_root() -> Path:
+    """Where warm starts live: PRACTICUM_DATA_DIR/adapters/<name>/ (rl_core.adapters describes a folder)."""
+    return storage.data_root() / "adapters"
+
+
+def warm_start_dir(*, name_or_path: str) -> Path:
+    """The folder of a warm start given by its name under `adapters_root`, or by a path (anything with a
+    slash, or starting with '.' or '~'). ValueError for a name that cannot be a folder name."""
+    if "/" in name_or_path or name_or_path.startswith((".", "~")):
+        return Path(name_or_path).expanduser()
+    return adapters_root() / storage.safe_name(name_or_path)
+
+
+def warm_starts_list() -> list[dict[str, Any]]:
+    """Every stored warm start, newest first: its manifest (what it was trained on) plus name and path."""
+    return list_warm_starts(adapters_root())
+
+
+def runs_best_valid_attempts(*, run_ids: list[int], per_competition: int) -> list[Attempt]:
+    """The best valid attempts of these runs for self-imitation: per run and competition at most
+    `per_competition`, best score first in the metric's direction, with their competition."""
+    valid = Attempt.objects.filter(run_id__in=run_ids, valid=True, score__isnull=False)
+    pairs = sorted(set(valid.values_list("run_id", "competition_id")))
+    metrics = dict(Competition.objects.filter(id__in={c for _, c in pairs}).values_list("id", "metric"))
+    chosen: list[Attempt] = []
+    for run_id, competition_id in pairs:
+        best_first = "-score" if get_metric(metrics[competition_id]).higher_is_better else "score"
+        rows = valid.filter(run_id=run_id, competition_id=competition_id).select_related("competition")
+        chosen += rows.order_by(best_first, "number")[:per_competition]
+    return chosen

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from rl_core.metrics import get_metric
 from webapp.competitions.models import Competition
-from webapp.runs import events
+from webapp.runs import events, quotas
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
@@ -99,7 +99,9 @@ def attempt_start(
 def attempt_finish(*, run_id: int, key: str, result: dict[str, Any], staleness: int) -> Attempt:
     """Store an attempt's outcome once; a duplicate delivery of the same result changes nothing."""
     with transaction.atomic():
-        attempt = Attempt.objects.select_for_update().select_related("competition").get(run_id=run_id, key=key)
+        attempt = (
+            Attempt.objects.select_for_update().select_related("competition").get(run_id=run_id, key=key)
+        )
         if attempt.is_finished:
             return attempt
         for field, value in result.items():
@@ -130,7 +132,9 @@ def attempt_abandon(*, run_id: int, key: str, status: str, reason: str) -> Attem
     return attempt_finish(run_id=run_id, key=key, result=result, staleness=0)
 
 
-def learner_step_record(*, run_id: int, version: int, metrics: dict[str, float], wall_s: float) -> LearnerStep:
+def learner_step_record(
+    *, run_id: int, version: int, metrics: dict[str, float], wall_s: float
+) -> LearnerStep:
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run_id)
         step, created = LearnerStep.objects.get_or_create(
@@ -162,15 +166,36 @@ def run_start(
     is_public: bool = False,
     cloned_from: Run | None = None,
 ) -> Run:
-    """Check `config` (ValueError names the field), create the run, and hand it to a supervisor once it
-    commits. What the UI's start and clone forms and the API's POST /api/runs/ call."""
-    checked = RunConfig.from_dict(config)
-    run = run_create(
-        owner=owner, competitions=competitions, policy=checked.policy, config=checked.to_dict(),
-        name=name, is_public=is_public, cloned_from=cloned_from,
-    )  # fmt: skip
-    run_enqueue(run_id=run.id)
+    """`run_admit_create`, then hand the run to a supervisor once it commits. What the UI's start and clone
+    forms and the API's POST /api/runs/ call."""
+    with transaction.atomic():
+        run = run_admit_create(
+            owner=owner, competitions=competitions, config=config, name=name, is_public=is_public,
+            cloned_from=cloned_from,
+        )  # fmt: skip
+        run_enqueue(run_id=run.id)
     return run
+
+
+def run_admit_create(
+    *,
+    owner,
+    competitions: list[Competition],
+    config: dict[str, Any],
+    name: str = "",
+    is_public: bool = False,
+    cloned_from: Run | None = None,
+) -> Run:
+    """Check `config` (ValueError names the field), admit the run under its owner's quotas (QuotaExceeded,
+    a ValueError saying which limit and what to do; webapp.runs.quotas), and create it, queued. A refused
+    run leaves nothing behind. `manage.py train` drives what this returns in the foreground."""
+    checked = RunConfig.from_dict(config)
+    with transaction.atomic():
+        quotas.run_admit(owner=owner, config=checked)
+        return run_create(
+            owner=owner, competitions=competitions, policy=checked.policy, config=checked.to_dict(),
+            name=name, is_public=is_public, cloned_from=cloned_from,
+        )  # fmt: skip
 
 
 def attempt_note_try(*, run_id: int, key: str, tries: int) -> None:
@@ -187,25 +212,3 @@ def attempt_note_try(*, run_id: int, key: str, tries: int) -> None:
         attempt.tries = tries
         attempt.save(update_fields=["tries"])
         events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt)})
-
-
-def run_start_within_quota(
-    *,
-    owner,
-    competitions: list[Competition],
-    config: dict[str, Any],
-    name: str = "",
-    is_public: bool = False,
-    cloned_from: Run | None = None,
-) -> Run:
-    """`run_start` behind the per-user quotas (webapp.runs.quotas): raises QuotaExceeded (a ValueError whose
-    message says which limit and what to do) instead of creating the run. What the UI and API should call."""
-    from webapp.runs import quotas
-
-    checked = RunConfig.from_dict(config)
-    with transaction.atomic():
-        quotas.run_admit(owner=owner, config=checked)
-        return run_start(
-            owner=owner, competitions=competitions, config=config, name=name, is_public=is_public,
-            cloned_from=cloned_from,
-        )  # fmt: skip

@@ -14,14 +14,16 @@ from typing import Any
 
 from django.conf import settings
 
+from rl_core.adapters import warm_start_source
+from rl_core.checkpoint import latest_checkpoint
 from rl_core.executors import Executor, LocalExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, LoopSummary, run_loop
-from rl_core.policy import Policy, Sample
+from rl_core.policy import Policy, Sample, TaskInfo
 from rl_core.reward import RewardConfig
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
 from webapp.competitions.models import Competition
-from webapp.runs import services
+from webapp.runs import selectors, services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
@@ -36,14 +38,35 @@ def run_dir(run_id: int) -> Path:
     return Path(settings.DATA_DIR) / "runs" / str(run_id)
 
 
+def models_dir() -> Path:
+    """Where the embedded model is converted once and cached (rl_core.models), shared by every run."""
+    return Path(settings.DATA_DIR) / "models"
+
+
 def build_policy(config: RunConfig, cache_dir: Path) -> Policy:
+    """The run's policy; an LM starts from its warm start when the config names one."""
     if config.policy == "grammar":
         from rl_core.policies.grammar import GrammarPolicy
 
         return GrammarPolicy()
     from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 
-    return LMPolicy(LMPolicyConfig(model=config.model, cache_dir=cache_dir, seed=config.seed))
+    model, adapter_path = config.model, None
+    if config.warm_start:
+        source = warm_start_source(selectors.warm_start_dir(name_or_path=config.warm_start))
+        model, adapter_path = source.model or config.model, source.adapter_path
+    return LMPolicy(
+        LMPolicyConfig(model=model, cache_dir=str(cache_dir), seed=config.seed, adapter_path=adapter_path)
+    )
+
+
+def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, str] | None:
+    """slug -> the simplest grammar program, when the run seeds its improve pools (`seed_baseline`)."""
+    if not config.seed_baseline:
+        return None
+    from rl_core.policies.grammar import simplest_program
+
+    return {task.slug: simplest_program(task) for task in tasks}
 
 
 def learner_config(config: RunConfig) -> LearnerConfig:
@@ -72,7 +95,9 @@ def loop_config(config: RunConfig) -> LoopConfig:
 def local_executor(config: RunConfig, competitions: list[Competition], scratch: Path) -> Executor:
     tasks = {c.slug: competition_task_files(competition=c) for c in competitions}
     reward = RewardConfig(preset=config.reward_preset)
-    return LocalExecutor(tasks, capacity=config.actors, scratch_root=scratch, reward=reward, instrument=config.instrument)
+    return LocalExecutor(
+        tasks, capacity=config.actors, scratch_root=scratch, reward=reward, instrument=config.instrument
+    )
 
 
 class PersistingObserver:
@@ -99,7 +124,9 @@ class PersistingObserver:
         self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
     ) -> None:
         self.in_flight.discard(attempt_id)
-        services.attempt_finish(run_id=self.run_id, key=attempt_id, result=outcome_fields(outcome), staleness=staleness)
+        services.attempt_finish(
+            run_id=self.run_id, key=attempt_id, result=outcome_fields(outcome), staleness=staleness
+        )
         self.raise_if_cancelled()
 
     def on_update(self, version: int, metrics: dict[str, float]) -> None:
@@ -159,16 +186,18 @@ def run_supervise(
     executor = executor or local_executor(config, competitions, root / "attempts")
     services.run_set_status(run_id=run_id, status=Run.Status.RUNNING)
     try:
-        policy = build_policy(config, Path(settings.DATA_DIR) / "models")
+        policy = build_policy(config, models_dir())
+        tasks = [competition_task_info(competition=c) for c in competitions]
         summary = run_loop(
             policy=policy,
             learner=Learner(policy, learner_config(config)),
             executor=executor,
-            tasks=[competition_task_info(competition=c) for c in competitions],
+            tasks=tasks,
             config=loop_config(config),
             observer=outer,
             checkpoints=checkpoints,
-            resume=checkpoints if any(checkpoints.iterdir()) else None,
+            resume=checkpoints if latest_checkpoint(checkpoints) is not None else None,
+            baselines=baseline_responses(config, tasks),
         )
     except RunCancelled:
         for key in list(observer.in_flight):
@@ -177,7 +206,9 @@ def run_supervise(
         return None
     except Exception as error:
         log.exception("run %s failed", run_id)
-        services.run_set_status(run_id=run_id, status=Run.Status.FAILED, error=f"{type(error).__name__}: {error}")
+        services.run_set_status(
+            run_id=run_id, status=Run.Status.FAILED, error=f"{type(error).__name__}: {error}"
+        )
         raise
     finally:
         executor.close()

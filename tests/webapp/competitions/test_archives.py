@@ -19,7 +19,10 @@ def hostile_zip(path, members):
     return path
 
 
-def refused(zip_path, tmp_path, limits=BundleLimits()) -> str:
+DEFAULT_LIMITS = BundleLimits()
+
+
+def refused(zip_path, tmp_path, limits=DEFAULT_LIMITS) -> str:
     dest = tmp_path / "dest"
     dest.mkdir()
     with pytest.raises(BundleError) as caught:
@@ -70,7 +73,10 @@ def test_it_refuses_a_member_that_lies_about_its_size(tmp_path):
 
 def test_it_refuses_too_many_members(tmp_path):
     zip_path = hostile_zip(tmp_path / "b.zip", [(f"public/f{i}.txt", b"x") for i in range(6)])
-    assert refused(zip_path, tmp_path, BundleLimits(max_files=5)) == "The zip has 6 files; at most 5 are allowed."
+    assert (
+        refused(zip_path, tmp_path, BundleLimits(max_files=5))
+        == "The zip has 6 files; at most 5 are allowed."
+    )
 
 
 def test_it_refuses_a_file_that_is_not_a_zip(tmp_path):
@@ -80,7 +86,9 @@ def test_it_refuses_a_file_that_is_not_a_zip(tmp_path):
 
 
 def test_it_finds_the_bundle_inside_a_single_wrapping_folder(tmp_path):
-    zip_path = hostile_zip(tmp_path / "b.zip", [("tiny/competition.yaml", b"name: x"), ("tiny/public/a.csv", b"a")])
+    zip_path = hostile_zip(
+        tmp_path / "b.zip", [("tiny/competition.yaml", b"name: x"), ("tiny/public/a.csv", b"a")]
+    )
     dest = tmp_path / "dest"
     dest.mkdir()
     assert extract_bundle_zip(zip_path, dest, BundleLimits()) == dest / "tiny"

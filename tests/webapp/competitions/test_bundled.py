@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from rl_core.environment import TaskFiles, run_program
 from rl_core.grading import GradingSpec, grade_submission
+from rl_core.instrument import STAGES
 from rl_core.metrics import get_metric
 from webapp.competitions.bundled import BUNDLED, build_bundle, bundled_get
 from webapp.competitions.bundled.sources import sklearn_frame
@@ -298,7 +300,18 @@ def test_a_build_reads_no_network_and_nothing_in_home(bundles, tmp_path):
     assert all(tree_bytes(out / slug) == tree_bytes(bundle) for slug, bundle in bundles.items())
 
 
-# -- the reference solutions -----------------------------------------------------------------------------
+# -- the reference solutions, run exactly as an agent's attempts run ------------------------------------
+
+
+def task_files(bundle: Path) -> TaskFiles:
+    """The bundle as an attempt sees it (rl_core.environment), its sample submission as the baseline."""
+    raw, spec = config(bundle), grading_spec(bundle)
+    answers = bundle / "private/answers.csv"
+    return TaskFiles(
+        slug=raw["slug"], public_dir=bundle / "public", answers_path=answers, grading=spec,
+        time_limit_s=float(raw["time_limit_s"]), memory_mb=int(raw["memory_mb"]),
+        baseline_score=grade_submission(bundle / "public/sample_submission.csv", answers, spec).score,
+    )  # fmt: skip
 
 
 def children_cpu_s() -> float:
@@ -306,31 +319,48 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_solution(source: str, bundle: Path, workdir: Path) -> tuple[subprocess.CompletedProcess, float]:
-    """Run `source` as a plain program in `workdir` (input/ -> the bundle's public/); (result, CPU s)."""
-    (workdir / "input").symlink_to(bundle / "public", target_is_directory=True)
-    (workdir / "submission").mkdir()
-    (workdir / "solution.py").write_text(source, encoding="utf-8")
-    env = {"PATH": os.environ.get("PATH", ""), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    before = children_cpu_s()
-    result = subprocess.run(
-        [sys.executable, "solution.py"], cwd=workdir, env=env, capture_output=True, text=True, timeout=240
-    )
-    return result, children_cpu_s() - before
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", SLUGS)
-def test_the_reference_solution_beats_the_sample_submission(bundles, slug, tmp_path):
-    bundle, spec = bundles[slug], grading_spec(bundles[slug])
-    result, cpu_s = run_solution(bundled_get(slug).solution, bundle, tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
-    solution = grade_submission(tmp_path / "submission/submission.csv", bundle / "private/answers.csv", spec)
-    sample = grade_submission(bundle / "public/sample_submission.csv", bundle / "private/answers.csv", spec)
-    assert solution.valid, solution.error
-    assert (
-        solution.score > sample.score
-        if get_metric(spec.metric).higher_is_better
-        else solution.score < sample.score
-    )
+def test_the_reference_solution_reaches_every_stage_and_beats_the_sample_submission(bundles, slug, data_dir):
+    """The honest control: sandboxed and instrumented, a correct program earns every stage and a valid
+    score better than the trivial baseline, so its reward is the highest the environment gives."""
+    task, before = task_files(bundles[slug]), children_cpu_s()
+    outcome = run_program(bundled_get(slug).solution, task, data_dir / slug)
+    cpu_s = children_cpu_s() - before
+    assert outcome.status == "ok", outcome.stderr_tail[-2000:]
+    assert (outcome.stages, outcome.valid) == (STAGES, True), outcome.grade_error
+    higher = get_metric(task.grading.metric).higher_is_better
+    assert outcome.score > task.baseline_score if higher else outcome.score < task.baseline_score
+    assert outcome.reward > 0.6  # score above the baseline plus 0.1 for each of the six stages
     assert cpu_s < 40  # about 20 s of one core at most, with a margin for slow machines
+
+
+def broken(source: str, old: str, new: str) -> str:
+    assert old in source, f"the iris reference solution no longer contains {old!r}"
+    return source.replace(old, new, 1)
+
+
+IRIS_BREAKAGES = {
+    "a wrong input path": (
+        'pd.read_csv("input/train.csv")', 'pd.read_csv("input/training.csv")', "error", STAGES[:1]
+    ),
+    "a missing import": (
+        "from sklearn.linear_model import LogisticRegression\n", "", "error", STAGES[:2]
+    ),
+    "a crash after training": (
+        "model.fit(train[features], label)\n", "model.fit(train[features], label)\nraise SystemExit(1)\n",
+        "error", STAGES[:4],
+    ),
+    "wrong submission columns": (
+        "submission.to_csv(", 'submission.rename(columns={"setosa": "Setosa"}).to_csv(', "ok", STAGES
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("breakage", IRIS_BREAKAGES)
+def test_a_broken_reference_solution_reaches_exactly_the_stages_before_its_fault(bundles, breakage, data_dir):
+    old, new, status, stages = IRIS_BREAKAGES[breakage]
+    program = broken(bundled_get("iris-species").solution, old, new)
+    outcome = run_program(program, task_files(bundles["iris-species"]), data_dir / "broken")
+    assert (outcome.status, outcome.stages, outcome.valid) == (status, stages, False)
+    assert outcome.reward == pytest.approx(-1.0 + 0.1 * len(stages))

@@ -8,8 +8,10 @@ import pytest
 
 from webapp.competitions.bundles import BundleError, BundleLimits, validate_bundle
 
+DEFAULT_LIMITS = BundleLimits()
 
-def rejection(root, limits=BundleLimits()) -> str:
+
+def rejection(root, limits=DEFAULT_LIMITS) -> str:
     with pytest.raises(BundleError) as caught:
         validate_bundle(root, limits)
     return str(caught.value)
@@ -34,7 +36,9 @@ def test_it_rejects_an_unknown_metric(make_bundle):
 
 
 def test_it_rejects_a_missing_field(make_bundle):
-    bundle = make_bundle(files={"competition.yaml": "name: x\nslug: x\nmetric: accuracy\ntarget_columns: [y]\n"})
+    bundle = make_bundle(
+        files={"competition.yaml": "name: x\nslug: x\nmetric: accuracy\ntarget_columns: [y]\n"}
+    )
     assert "'id_column'" in rejection(bundle)
 
 
@@ -81,7 +85,9 @@ def test_it_rejects_answers_whose_ids_do_not_match_the_test_set(make_bundle):
 
 def test_it_rejects_answers_with_extra_ids(make_bundle):
     answers = "id,churned\n10,0\n11,1\n12,0\n13,1\n14,0\n"
-    assert "has 1 ids not in public/test.csv" in rejection(make_bundle(files={"private/answers.csv": answers}))
+    assert "has 1 ids not in public/test.csv" in rejection(
+        make_bundle(files={"private/answers.csv": answers})
+    )
 
 
 def test_it_rejects_nan_answers(make_bundle):

@@ -26,7 +26,9 @@ def run_json(*args) -> dict:
 
 
 def test_import_competition_prints_the_slug(make_bundle, owner):
-    assert run_json("import_competition", str(make_bundle()), "--owner", "alice", "--public") == {"slug": "tiny-churn"}
+    assert run_json("import_competition", str(make_bundle()), "--owner", "alice", "--public") == {
+        "slug": "tiny-churn"
+    }
     competition = Competition.objects.get()
     assert competition.owner == owner and competition.is_public
 
@@ -65,10 +67,91 @@ def test_grade_exits_2_for_a_missing_competition(tmp_path):
 
 def test_the_real_command_line_prints_json_and_one_line_errors(tmp_path):
     """Through a real process: stdout is JSON only, bad input exits 2 with one line on stderr."""
-    env = {"PATH": "/usr/bin:/bin", "PRACTICUM_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PRACTICUM_DATA_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path}/db",
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     missing = subprocess.run(
-        [sys.executable, "manage.py", "grade", "nope", "x.csv"], cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "manage.py", "grade", "nope", "x.csv"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert missing.returncode == 2
     assert missing.stdout == "" and missing.stderr.strip().count("\n") == 0
+
+
+def test_grade_exits_2_for_a_missing_submission_file(make_bundle, tmp_path):
+    run_json("import_competition", str(make_bundle()))
+    with pytest.raises(CommandError, match=r"no-such\.csv") as caught:
+        run_json("grade", "tiny-churn", str(tmp_path / "no-such.csv"))
+    assert caught.value.returncode == 2
+
+
+PROGRAM = """
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+train = pd.read_csv("input/train.csv")
+test = pd.read_csv("input/test.csv")
+model = LogisticRegression()
+model.fit(train[["age"]], train["churned"])
+test["churned"] = model.predict(test[["age"]])
+test[["id", "churned"]].to_csv("submission/submission.csv", index=False)
+"""
+STAGES = [
+    "imports_done",
+    "data_loaded",
+    "model_defined",
+    "model_trained",
+    "predictions_made",
+    "submission_written",
+]
+
+
+def test_execute_runs_a_program_as_an_attempt_and_reports_its_grade(make_bundle, tmp_path):
+    run_json("import_competition", str(make_bundle()))
+    (tmp_path / "solution.py").write_text(PROGRAM)
+    report = run_json("execute", "tiny-churn", str(tmp_path / "solution.py"))
+    assert (report["status"], report["exit_code"], report["valid"], report["stages"]) == (
+        "ok",
+        0,
+        True,
+        STAGES,
+    )
+    assert 0 <= report["score"] <= 1 and report["reward"] > 0 and report["duration_s"] > 0
+    assert report["isolation"] in ("bwrap", "rlimits")
+
+
+def test_execute_without_instrumentation_reports_no_stages(make_bundle, tmp_path):
+    run_json("import_competition", str(make_bundle()))
+    (tmp_path / "solution.py").write_text(PROGRAM)
+    report = run_json("execute", "tiny-churn", str(tmp_path / "solution.py"), "--no-instrument")
+    assert (report["valid"], report["stages"]) == (True, [])
+
+
+def test_execute_reports_a_crash_after_training_with_the_stages_it_reached(make_bundle, tmp_path):
+    run_json("import_competition", str(make_bundle()))
+    crashing = PROGRAM.replace(
+        'test["churned"] = model.predict', 'raise SystemExit(3)\ntest["churned"] = model.predict'
+    )
+    (tmp_path / "crash.py").write_text(crashing)
+    report = run_json("execute", "tiny-churn", str(tmp_path / "crash.py"), "--timeout", "30")
+    assert (report["status"], report["exit_code"], report["valid"]) == ("error", 3, False)
+    assert report["stages"] == STAGES[:4] and report["score"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["nope", "p.py"], "no competition called 'nope'"), (["tiny-churn", "missing.py"], "no such file"),
+     (["tiny-churn", "solution.py", "--timeout", "0"], "--timeout: must be positive")],
+)  # fmt: skip
+def test_execute_exits_2_naming_the_bad_input(make_bundle, tmp_path, monkeypatch, args, message):
+    run_json("import_competition", str(make_bundle()))
+    (tmp_path / "solution.py").write_text(PROGRAM)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CommandError, match=message) as caught:
+        run_json("execute", *args)
+    assert caught.value.returncode == 2

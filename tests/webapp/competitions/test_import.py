@@ -86,12 +86,20 @@ def mlebench_folder(bundle, root, *, grader="accuracy", leaderboard=None):
 
 def test_it_imports_an_mlebench_folder_with_its_leaderboard(make_bundle, tmp_path, owner):
     board = "teamName,score,submissionDate\n" + "".join(f"t{i},{i / 200:.3f},2020\n" for i in range(200))
-    competition = services.competition_import(path=mlebench_folder(make_bundle(), tmp_path, leaderboard=board), owner=owner)
+    competition = services.competition_import(
+        path=mlebench_folder(make_bundle(), tmp_path, leaderboard=board), owner=owner
+    )
     assert competition.source == Competition.Source.MLEBENCH
-    assert (competition.metric, competition.id_column, competition.target_columns) == ("accuracy", "id", ["churned"])
+    assert (competition.metric, competition.id_column, competition.target_columns) == (
+        "accuracy",
+        "id",
+        ["churned"],
+    )
     assert len(competition.leaderboard_scores) == 200
 
 
 def test_it_refuses_an_mlebench_grader_it_cannot_map(make_bundle, tmp_path, owner):
     with pytest.raises(BundleError, match="grader 'bleu-4' has no Practicum metric"):
-        services.competition_import(path=mlebench_folder(make_bundle(), tmp_path, grader="bleu-4"), owner=owner)
+        services.competition_import(
+            path=mlebench_folder(make_bundle(), tmp_path, grader="bleu-4"), owner=owner
+        )

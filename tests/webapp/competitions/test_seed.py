@@ -23,7 +23,9 @@ def seed(*slugs) -> dict:
 def test_seeding_installs_every_bundled_competition_as_public_and_is_idempotent():
     first = seed()
     assert sorted(first["created"]) == sorted(c.slug for c in BUNDLED) and first["existing"] == []
-    assert Competition.objects.filter(is_public=True, source=Competition.Source.BUNDLED).count() == len(BUNDLED)
+    assert Competition.objects.filter(is_public=True, source=Competition.Source.BUNDLED).count() == len(
+        BUNDLED
+    )
     second = seed()
     assert second["created"] == [] and sorted(second["existing"]) == sorted(c.slug for c in BUNDLED)
 

@@ -19,7 +19,9 @@ def private_competition(make_bundle, owner):
 
 @pytest.fixture
 def public_competition(make_bundle, owner):
-    return services.competition_import(path=make_bundle(spec={"slug": "open-churn"}), owner=owner, is_public=True)
+    return services.competition_import(
+        path=make_bundle(spec={"slug": "open-churn"}), owner=owner, is_public=True
+    )
 
 
 def client_for(client, user):
@@ -45,7 +47,9 @@ def test_a_private_competition_is_visible_to_its_owner_only(
 
 @pytest.mark.parametrize("page,url", PAGES)
 @pytest.mark.parametrize("who", ["owner", "stranger", "anonymous"])
-def test_a_public_competition_is_visible_to_everyone(client, public_competition, owner, stranger, who, page, url):
+def test_a_public_competition_is_visible_to_everyone(
+    client, public_competition, owner, stranger, who, page, url
+):
     user = {"owner": owner, "stranger": stranger, "anonymous": None}[who]
     assert client_for(client, user).get(url(public_competition)).status_code == 200
 
@@ -62,7 +66,9 @@ def test_the_list_shows_only_what_the_user_may_see(client, private_competition, 
     assert "open-churn" in body and "tiny-churn" not in body
 
 
-@pytest.mark.parametrize("name", ["answers.csv", "../private/answers.csv", "../competition.yaml", "%2e%2e/private/answers.csv"])
+@pytest.mark.parametrize(
+    "name", ["answers.csv", "../private/answers.csv", "../competition.yaml", "%2e%2e/private/answers.csv"]
+)
 def test_the_answers_cannot_be_downloaded_by_anyone(client, private_competition, owner, name):
     client.force_login(owner)
     url = reverse("competitions:file", args=[private_competition.slug, "x"])[:-1] + name
@@ -72,8 +78,12 @@ def test_the_answers_cannot_be_downloaded_by_anyone(client, private_competition,
 
 
 def test_a_description_cannot_inject_script(client, make_bundle, owner):
-    hostile = "# Hi\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))\n"
-    competition = services.competition_import(path=make_bundle(files={"description.md": hostile}), owner=owner)
+    hostile = (
+        "# Hi\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))\n"
+    )
+    competition = services.competition_import(
+        path=make_bundle(files={"description.md": hostile}), owner=owner
+    )
     client.force_login(owner)
     body = client.get(reverse("competitions:detail", args=[competition.slug])).content.decode()
     description = body.split('class="card description">')[1].split("</div>")[0]
@@ -119,7 +129,10 @@ def test_a_rejected_upload_shows_the_reason_inline_and_stores_nothing(client, ow
     client.force_login(owner)
     response = client.post(reverse("competitions:upload"), {"files": files})
     assert response.status_code == 400
-    assert "public/sample_submission.csv: columns must be id, churned, not id, prediction." in response.content.decode()
+    assert (
+        "public/sample_submission.csv: columns must be id, churned, not id, prediction."
+        in response.content.decode()
+    )
     assert Competition.objects.count() == 0
     assert not [p for p in data_dir.rglob("*") if p.is_file()]
 

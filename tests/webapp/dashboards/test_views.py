@@ -53,6 +53,16 @@ def test_a_form_error_starts_nothing(as_user, owner, competition):
     assert not Run.objects.exists()
 
 
+def test_a_run_over_the_users_quota_is_refused_on_the_form_with_the_reason(
+    as_user, owner, competition, settings
+):
+    settings.PRACTICUM_MAX_RUNS_PER_USER = 1
+    as_user(owner).post(reverse("dashboards:run_start"), start_form(competition))
+    response = as_user(owner).post(reverse("dashboards:run_start"), start_form(competition))
+    assert response.status_code == 400 and Run.objects.count() == 1
+    assert b"You already have 1 run queued or running" in response.content
+
+
 def test_nobody_can_start_a_run_on_a_competition_they_cannot_see(as_user, stranger, competition):
     response = as_user(stranger).post(reverse("dashboards:run_start"), start_form(competition))
     assert response.status_code == 400 and "competitions" in response.context["form"].errors

@@ -125,6 +125,17 @@ def test_starting_a_run_through_the_api_creates_it(
     assert response.status_code == 201 and Run.objects.get().config["attempts"] == 3
 
 
+def test_a_run_over_the_users_quota_is_refused_through_the_api_with_the_reason(
+    api, owner, competition, settings
+):
+    settings.PRACTICUM_MAX_IN_FLIGHT_PER_USER = 4
+    api.force_authenticate(owner)
+    body = {"competitions": [competition.slug], "config": {"actors": 6}}
+    response = api.post("/api/runs/", body, format="json")
+    assert response.status_code == 429 and not Run.objects.exists()
+    assert "lower actors to 4" in response.json()["error"]
+
+
 def test_only_the_owner_can_cancel_through_the_api(api, stranger, public_run):
     api.force_authenticate(stranger)
     assert api.post(f"/api/runs/{public_run.id}/cancel/").status_code == 403

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def start(competition):
     def start_run(owner, *, actors: int = 2) -> Run:
-        return services.run_start_within_quota(
+        return services.run_start(
             owner=owner, competitions=[competition], config={"attempts": 4, "actors": actors}
         )
 

@@ -13,11 +13,16 @@ from webapp.runs.models import Attempt, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SAMPLE = {"prompt_kind": "solve", "family": "random_forest", "info": {}, "response": "plan\n```python\nx\n```"}
+SAMPLE = {
+    "prompt_kind": "solve",
+    "family": "random_forest",
+    "info": {},
+    "response": "plan\n```python\nx\n```",
+}
 RESULT = {
-    "status": "ok", "exit_code": 0, "duration_s": 1.5, "stages": ["imports_done"], "valid": True, "score": 0.75,
-    "grade_error": "", "reward": 0.6, "isolation": "bwrap", "stdout_tail": "", "stderr_tail": "", "plan": "plan",
-    "program": "x", "instrumented_program": "x", "instrumentation": "ast",
+    "status": "ok", "exit_code": 0, "duration_s": 1.5, "stages": ["imports_done"], "valid": True,
+    "score": 0.75, "grade_error": "", "reward": 0.6, "isolation": "bwrap", "stdout_tail": "",
+    "stderr_tail": "", "plan": "plan", "program": "x", "instrumented_program": "x", "instrumentation": "ast",
 }  # fmt: skip
 
 

@@ -35,7 +35,9 @@ def test_a_short_grammar_run_persists_every_attempt_and_learner_step(iris):
     run = Run.objects.get(id=summary["run_id"])
     assert run.status == Run.Status.FINISHED and summary["attempts"] == 4
     attempts = list(run.attempts.all())
-    assert len(attempts) == 4 and all(a.finished_at and a.program and a.instrumented_program for a in attempts)
+    assert len(attempts) == 4 and all(
+        a.finished_at and a.program and a.instrumented_program for a in attempts
+    )
     assert all(a.isolation in ("bwrap", "rlimits") and a.duration_s > 0 for a in attempts)
     assert run.learner_steps.count() == 2 and run.policy_version == 2
     assert summary["best_attempt_id"] == run.best_attempt_id and summary["best_score"] == run.best_score
@@ -65,3 +67,16 @@ def test_cancelling_a_run_kills_its_attempts_and_marks_it_cancelled(iris, owner)
     assert run.status == Run.Status.CANCELLED
     assert not run.attempts.filter(status=Attempt.Status.RUNNING).exists()
     assert run.attempts.count() < 50
+
+
+def test_a_run_whose_supervisor_died_writing_its_first_checkpoint_starts_from_the_beginning(iris):
+    from webapp.runs.supervisor import run_dir, run_supervise
+
+    config = RunConfig(attempts=4, actors=2, batch=2).to_dict()
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config)
+    checkpoints = run_dir(run.id) / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / ".tmp-half-written.pt").write_bytes(b"\x80\x02")  # what a SIGKILL mid-save leaves
+    summary = run_supervise(run_id=run.id)
+    run.refresh_from_db()
+    assert (run.status, summary.attempts, run.attempts_done) == (Run.Status.FINISHED, 4, 4)

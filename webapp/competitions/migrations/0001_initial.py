@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,27 +14,61 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Competition',
+            name="Competition",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=80, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('is_public', models.BooleanField(default=False)),
-                ('source', models.CharField(choices=[('bundle', 'Practicum bundle'), ('mlebench', 'MLE-bench'), ('bundled', 'Bundled with Practicum')], default='bundle', max_length=16)),
-                ('description', models.TextField(help_text='Markdown; rendered sanitised.')),
-                ('metric', models.CharField(max_length=40)),
-                ('id_column', models.CharField(max_length=100)),
-                ('target_columns', models.JSONField(help_text='Column names a submission must have besides the id.')),
-                ('time_limit_s', models.FloatField()),
-                ('memory_mb', models.PositiveIntegerField()),
-                ('public_files', models.JSONField(default=list, help_text='[{name, size_bytes, rows}] under public/.')),
-                ('baseline_score', models.FloatField(help_text='Score of the sample submission.', null=True)),
-                ('leaderboard_scores', models.JSONField(blank=True, help_text='Kaggle leaderboard scores.', null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='competitions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=80, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                ("is_public", models.BooleanField(default=False)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("bundle", "Practicum bundle"),
+                            ("mlebench", "MLE-bench"),
+                            ("bundled", "Bundled with Practicum"),
+                        ],
+                        default="bundle",
+                        max_length=16,
+                    ),
+                ),
+                ("description", models.TextField(help_text="Markdown; rendered sanitised.")),
+                ("metric", models.CharField(max_length=40)),
+                ("id_column", models.CharField(max_length=100)),
+                (
+                    "target_columns",
+                    models.JSONField(help_text="Column names a submission must have besides the id."),
+                ),
+                ("time_limit_s", models.FloatField()),
+                ("memory_mb", models.PositiveIntegerField()),
+                (
+                    "public_files",
+                    models.JSONField(default=list, help_text="[{name, size_bytes, rows}] under public/."),
+                ),
+                ("baseline_score", models.FloatField(help_text="Score of the sample submission.", null=True)),
+                (
+                    "leaderboard_scores",
+                    models.JSONField(blank=True, help_text="Kaggle leaderboard scores.", null=True),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="competitions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
     ]

@@ -4,7 +4,8 @@
 // and `best_steps` (every improvement of the best score) are exact and are kept up to date from events.
 // Once the page holds too many points it asks for a fresh (re-downsampled) snapshot. Redraws are
 // throttled, so a fast run costs a few redraws a second. The table shows the newest 50 live and pages
-// older attempts from /api/runs/<id>/attempts/.
+// older attempts from /api/runs/<id>/attempts/. plotly.js is deferred: the socket opens (and the server
+// builds the snapshot) while the browser is still evaluating it; drawing waits for it.
 (function () {
   const runId = JSON.parse(document.getElementById("run-id").textContent);
   const MAX_POINTS = 4000, DRAW_EVERY_MS = 400, PAGE_SIZE = 50;
@@ -69,10 +70,12 @@
     scheduleDraw();
   }
 
+  const plotlyReady = new Promise((resolve) => (window.Plotly ? resolve() : document.addEventListener("DOMContentLoaded", resolve)));
+
   function scheduleDraw() {
     if (drawTimer) return;
     const wait = Math.max(0, DRAW_EVERY_MS - (Date.now() - lastDraw));
-    drawTimer = setTimeout(() => requestAnimationFrame(() => { drawTimer = null; lastDraw = Date.now(); draw(); }), wait);
+    drawTimer = setTimeout(() => plotlyReady.then(() => requestAnimationFrame(() => { drawTimer = null; lastDraw = Date.now(); draw(); })), wait);
   }
 
   // The legend sits at the bottom of the figure, and margins grow to fit it and the x-axis title, so the two
@@ -82,7 +85,9 @@
     xaxis: { title: { text: x }, automargin: true }, yaxis: { title: { text: y } }, legend: LEGEND });
   const config = { displayModeBar: false, responsive: true };
   const react = (id, traces, lay) => Plotly.react(id, traces, lay, config);
-  const byVersion = (steps, key) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[key]), mode: "lines+markers", name: key });
+  // Markers show a lone update; on long histories they cost far more to draw than they tell.
+  const byVersion = (steps, key) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[key]),
+    mode: steps.length > 100 ? "lines" : "lines+markers", name: key });
 
   function draw() {
     const all = [...state.attempts.values()].sort((a, b) => a.number - b.number);

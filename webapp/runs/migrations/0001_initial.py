@@ -6,105 +6,237 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('competitions', '0001_initial'),
+        ("competitions", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Attempt',
+            name="Attempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(help_text="The loop's attempt id; makes redelivery idempotent.", max_length=64)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('ok', 'Ok'), ('error', 'Error'), ('timeout', 'Timeout'), ('memory', 'Memory'), ('killed', 'Killed'), ('parse_error', 'Parse Error'), ('lost', 'Lost')], default='running', max_length=16)),
-                ('prompt_kind', models.CharField(default='solve', max_length=16)),
-                ('policy_version', models.PositiveIntegerField()),
-                ('staleness', models.PositiveIntegerField(blank=True, null=True)),
-                ('family', models.CharField(blank=True, help_text='Model family, when the policy names one.', max_length=40)),
-                ('info', models.JSONField(blank=True, default=dict)),
-                ('response', models.TextField(blank=True)),
-                ('plan', models.TextField(blank=True)),
-                ('program', models.TextField(blank=True)),
-                ('instrumented_program', models.TextField(blank=True)),
-                ('instrumentation', models.CharField(blank=True, max_length=8)),
-                ('stdout_tail', models.TextField(blank=True)),
-                ('stderr_tail', models.TextField(blank=True)),
-                ('stages', models.JSONField(blank=True, default=list)),
-                ('valid', models.BooleanField(default=False)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('grade_error', models.TextField(blank=True)),
-                ('reward', models.FloatField(blank=True, null=True)),
-                ('duration_s', models.FloatField(blank=True, null=True)),
-                ('isolation', models.CharField(blank=True, max_length=16)),
-                ('exit_code', models.IntegerField(blank=True, null=True)),
-                ('tries', models.PositiveSmallIntegerField(default=0)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('number', models.PositiveIntegerField(help_text='1-based order of dispatch within the run.')),
-                ('competition', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='competitions.competition')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "key",
+                    models.CharField(
+                        help_text="The loop's attempt id; makes redelivery idempotent.", max_length=64
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("ok", "Ok"),
+                            ("error", "Error"),
+                            ("timeout", "Timeout"),
+                            ("memory", "Memory"),
+                            ("killed", "Killed"),
+                            ("parse_error", "Parse Error"),
+                            ("lost", "Lost"),
+                        ],
+                        default="running",
+                        max_length=16,
+                    ),
+                ),
+                ("prompt_kind", models.CharField(default="solve", max_length=16)),
+                ("policy_version", models.PositiveIntegerField()),
+                ("staleness", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "family",
+                    models.CharField(
+                        blank=True, help_text="Model family, when the policy names one.", max_length=40
+                    ),
+                ),
+                ("info", models.JSONField(blank=True, default=dict)),
+                ("response", models.TextField(blank=True)),
+                ("plan", models.TextField(blank=True)),
+                ("program", models.TextField(blank=True)),
+                ("instrumented_program", models.TextField(blank=True)),
+                ("instrumentation", models.CharField(blank=True, max_length=8)),
+                ("stdout_tail", models.TextField(blank=True)),
+                ("stderr_tail", models.TextField(blank=True)),
+                ("stages", models.JSONField(blank=True, default=list)),
+                ("valid", models.BooleanField(default=False)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("grade_error", models.TextField(blank=True)),
+                ("reward", models.FloatField(blank=True, null=True)),
+                ("duration_s", models.FloatField(blank=True, null=True)),
+                ("isolation", models.CharField(blank=True, max_length=16)),
+                ("exit_code", models.IntegerField(blank=True, null=True)),
+                ("tries", models.PositiveSmallIntegerField(default=0)),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "number",
+                    models.PositiveIntegerField(help_text="1-based order of dispatch within the run."),
+                ),
+                (
+                    "competition",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="attempts",
+                        to="competitions.competition",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'number'],
+                "ordering": ["run", "number"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('is_public', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('finished', 'Finished'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16)),
-                ('policy', models.CharField(choices=[('grammar', 'GrammarPolicy (program grammar, not a language model)'), ('lm', 'LMPolicy (language model)')], default='grammar', max_length=16)),
-                ('config', models.JSONField(default=dict, help_text='Every loop, learner, reward and policy setting.')),
-                ('policy_version', models.PositiveIntegerField(default=0)),
-                ('attempts_done', models.PositiveIntegerField(default=0)),
-                ('best_score', models.FloatField(blank=True, null=True)),
-                ('event_seq', models.PositiveBigIntegerField(default=0, help_text='Sequence number of the last live event.')),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('best_attempt', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.attempt')),
-                ('cloned_from', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.run')),
-                ('competitions', models.ManyToManyField(related_name='runs', to='competitions.competition')),
-                ('owner', models.ForeignKey(null=True, on_delete=django.db.models.deletion.CASCADE, related_name='runs', to=settings.AUTH_USER_MODEL)),
-                ('warm_start_from', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='warm_started_runs', to='runs.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("is_public", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("finished", "Finished"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "policy",
+                    models.CharField(
+                        choices=[
+                            ("grammar", "GrammarPolicy (program grammar, not a language model)"),
+                            ("lm", "LMPolicy (language model)"),
+                        ],
+                        default="grammar",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "config",
+                    models.JSONField(
+                        default=dict, help_text="Every loop, learner, reward and policy setting."
+                    ),
+                ),
+                ("policy_version", models.PositiveIntegerField(default=0)),
+                ("attempts_done", models.PositiveIntegerField(default=0)),
+                ("best_score", models.FloatField(blank=True, null=True)),
+                (
+                    "event_seq",
+                    models.PositiveBigIntegerField(
+                        default=0, help_text="Sequence number of the last live event."
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "best_attempt",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="runs.attempt",
+                    ),
+                ),
+                (
+                    "cloned_from",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="runs.run",
+                    ),
+                ),
+                ("competitions", models.ManyToManyField(related_name="runs", to="competitions.competition")),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "warm_start_from",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="warm_started_runs",
+                        to="runs.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='attempt',
-            name='run',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='runs.run'),
+            model_name="attempt",
+            name="run",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="attempts", to="runs.run"
+            ),
         ),
         migrations.CreateModel(
-            name='LearnerStep',
+            name="LearnerStep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(help_text='Policy version after this update.')),
-                ('attempts_done', models.PositiveIntegerField()),
-                ('metrics', models.JSONField(help_text='Namespaced metrics: losses/policy, charts/reward_mean, ...')),
-                ('wall_s', models.FloatField(help_text='Seconds since the run started.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='learner_steps', to='runs.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(help_text="Policy version after this update.")),
+                ("attempts_done", models.PositiveIntegerField()),
+                (
+                    "metrics",
+                    models.JSONField(help_text="Namespaced metrics: losses/policy, charts/reward_mean, ..."),
+                ),
+                ("wall_s", models.FloatField(help_text="Seconds since the run started.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="learner_steps",
+                        to="runs.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'version'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'version'), name='learner_step_unique_version')],
+                "ordering": ["run", "version"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("run", "version"), name="learner_step_unique_version")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['run', 'finished_at'], name='runs_attemp_run_id_3219f7_idx'),
+            model_name="attempt",
+            index=models.Index(fields=["run", "finished_at"], name="runs_attemp_run_id_3219f7_idx"),
         ),
         migrations.AddConstraint(
-            model_name='attempt',
-            constraint=models.UniqueConstraint(fields=('run', 'key'), name='attempt_key_unique_per_run'),
+            model_name="attempt",
+            constraint=models.UniqueConstraint(fields=("run", "key"), name="attempt_key_unique_per_run"),
         ),
     ]

@@ -25,7 +25,10 @@ class Command(JsonCommand):
         known = {c.slug for c in BUNDLED}
         unknown = sorted(set(slugs) - known)
         if unknown:
-            raise BadInput(f"SLUG: no bundled competition called {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
+            raise BadInput(
+                f"SLUG: no bundled competition called {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}."
+            )
         created, existing = [], []
         for slug in slugs or [c.slug for c in BUNDLED]:
             if Competition.objects.filter(slug=slug).exists():
@@ -43,5 +46,5 @@ def seed_one(slug: str) -> Competition:
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         bundle = build_bundle(slug, Path(tmp))
         return services.competition_import(
-            path=bundle, owner=None, is_public=True, source=Competition.Source.BUNDLED
+            path=bundle, owner=None, is_public=True, source=str(Competition.Source.BUNDLED)
         )

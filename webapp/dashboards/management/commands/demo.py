@@ -1,9 +1,10 @@
 """`manage.py demo [--port 8000] [--policy grammar|lm] [--competition SLUG] [--attempts N] [--no-run]`
 
 Seeds the bundled competitions, creates the demo user (printing its credentials), starts a run on a
-bundled competition in a background thread of this process, and serves the dashboard with daphne.
-With no environment this is all embedded (SQLite, in-process channel layer); with DATABASE_URL and
-REDIS_URL set it uses PostgreSQL and Redis.
+bundled competition, and serves the dashboard with daphne. With no environment this is all embedded
+(SQLite, in-process channel layer, the run's supervisor and attempts in threads of this process); with
+DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis, with Celery workers in separate processes
+(one on the gpu queue for the supervisor, one with two processes on the sandbox queue).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Command(BaseCommand):
         call_command("seed_competitions", stdout=sys.stderr)
         user = demo_user()
         if settings.REDIS:
-            start_celery_worker()
+            start_celery_workers()
         say(f"Demo user: {DEMO_USER} / {DEMO_PASSWORD}")
         if not no_run:
             run = start_demo_run(user=user, slug=competition, policy=policy, attempts=attempts)
@@ -63,7 +64,7 @@ def demo_user():
 def start_demo_run(*, user, slug: str, policy: str, attempts: int):
     competition = Competition.objects.get(slug=slug)
     lr = RunConfig.lr if policy == "grammar" else 1e-5
-    config = RunConfig(policy=policy, attempts=attempts, actors=2, batch=8, lr=lr)
+    config = RunConfig.from_dict({"policy": policy, "attempts": attempts, "actors": 2, "batch": 8, "lr": lr})
     run = services.run_create(
         owner=user, competitions=[competition], policy=policy, config=config.to_dict(), is_public=True
     )
@@ -71,25 +72,21 @@ def start_demo_run(*, user, slug: str, policy: str, attempts: int):
     return run
 
 
-def start_celery_worker() -> None:
-    """With a broker configured, the run's supervisor runs in a separate Celery worker process."""
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "workers",
-        "worker",
-        "-Q",
-        "gpu,sandbox",
-        "-c",
-        "2",
-        "-l",
-        "warning",
-    ]
-    worker = subprocess.Popen(command)
-    atexit.register(worker.terminate)
-    say(f"Celery worker started (pid {worker.pid}) on queues gpu,sandbox.")
+WORKERS = (("gpu", 1), ("sandbox", 2))
+"""The demo's Celery workers with a broker: (queue, processes). The supervisor holds its gpu process for
+the whole run, so attempts get worker processes of their own."""
+
+
+def start_celery_workers() -> None:
+    """With a broker configured, the run's supervisor and its attempts run in separate Celery workers."""
+    for queue, concurrency in WORKERS:
+        command = [
+            sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", queue, "-c", str(concurrency),
+            "-n", f"demo-{queue}@%h", "-l", "warning",
+        ]  # fmt: skip
+        worker = subprocess.Popen(command)
+        atexit.register(worker.terminate)
+        say(f"Celery worker started (pid {worker.pid}) on queue {queue} with {concurrency} processes.")
 
 
 def serve(host: str, port: int) -> None:

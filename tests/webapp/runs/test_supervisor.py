@@ -1,0 +1,81 @@
+"""The supervisor's warm starts and baseline seeding: what a run is built from before its first attempt."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+from webapp.competitions.management.commands.seed_competitions import seed_one
+from webapp.runs import services
+from webapp.runs.config import RunConfig
+from webapp.runs.supervisor import build_policy, models_dir, run_supervise
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.fixture
+def tiny_model(tmp_path) -> str:
+    """A 2-layer Llama with a byte-level tokenizer, saved as a Hugging Face folder."""
+    vocab = {char: index for index, char in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens(["<|im_start|>", "<|im_end|>", "<pad>"])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<pad>"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    folder = tmp_path / "tiny-llama"
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def adapter(policy: LMPolicy) -> dict[str, torch.Tensor]:
+    return policy.state_dict()["adapter"]
+
+
+def test_an_lm_run_starts_from_the_adapter_of_its_warm_start(tiny_model, data_dir):
+    trained = LMPolicy(LMPolicyConfig(model=tiny_model, lora_r=4, device="cpu", sampler="transformers"))
+    with torch.no_grad():
+        for parameter in trained.parameters():
+            parameter.add_(0.5)
+    trained.save_adapter(data_dir / "adapters" / "warm")
+    policy = build_policy(RunConfig(policy="lm", model=tiny_model, warm_start="warm"), models_dir())
+    fresh = build_policy(RunConfig(policy="lm", model=tiny_model), models_dir())
+    assert policy.config.adapter_path == str(data_dir / "adapters" / "warm")
+    assert all(torch.equal(value, adapter(policy)[name]) for name, value in adapter(trained).items())
+    assert not all(torch.equal(value, adapter(fresh)[name]) for name, value in adapter(trained).items())
+
+
+def test_an_lm_run_loads_the_merged_model_of_a_full_warm_start(tiny_model, data_dir):
+    folder = data_dir / "adapters" / "full" / "model"
+    base = LMPolicy(LMPolicyConfig(model=tiny_model, device="cpu"))
+    base.model.merge_and_unload().save_pretrained(folder)
+    base.tokenizer.save_pretrained(folder)
+    policy = build_policy(RunConfig(policy="lm", model=tiny_model, warm_start="full"), models_dir())
+    assert (policy.config.model, policy.config.adapter_path) == (str(folder), None)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_seeded_with_the_baseline_writes_improve_prompts_from_its_first_attempt():
+    iris = seed_one("iris-species")
+    config = RunConfig(attempts=2, actors=1, batch=2, improve_prob=1.0, seed_baseline=True)
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config.to_dict())
+    run_supervise(run_id=run.id)
+    attempts = list(run.attempts.order_by("number"))
+    assert [a.key for a in attempts] == ["0-0", "0-1"]  # the baseline itself is not an attempt
+    assert [a.prompt_kind for a in attempts] == ["improve", "improve"]

@@ -1,0 +1,81 @@
+"""Configuration: Practicum boots with no environment at all (embedded defaults), and a malformed variable
+stops start-up with a message that names it. Each case starts a fresh interpreter, as a server would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = """
+import json, django
+django.setup()
+from django.conf import settings
+print(json.dumps({
+    "engine": settings.DATABASES["default"]["ENGINE"], "db": settings.DATABASES["default"]["NAME"],
+    "redis": bool(settings.REDIS), "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "broker": settings.CELERY_BROKER_URL, "debug": settings.DEBUG, "data_dir": str(settings.DATA_DIR),
+}))
+"""
+
+
+def boot(tmp_path: Path, **variables: str) -> subprocess.CompletedProcess:
+    """Start Django in a new interpreter whose environment holds only `variables` (and what Python needs)."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "webapp.settings"}
+    env.setdefault("PRACTICUM_DATA_DIR", str(tmp_path / "data"))
+    return subprocess.run(
+        [sys.executable, "-c", REPORT], cwd=ROOT, env=env | variables, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
+def test_it_boots_with_no_environment_on_the_embedded_defaults(tmp_path):
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "webapp.settings"}
+    done = subprocess.run([sys.executable, "-c", REPORT], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["engine"] == "django.db.backends.sqlite3" and report["data_dir"] == str(ROOT / "var")
+    assert (report["redis"], report["broker"]) == (False, "memory://")
+    assert report["layer"] == "channels.layers.InMemoryChannelLayer" and report["debug"] is True
+
+
+def test_database_and_redis_urls_select_postgresql_and_redis(tmp_path):
+    done = boot(
+        tmp_path, DATABASE_URL="postgresql://u:p@db.example:5433/practicum", REDIS_URL="redis://r:6379/2"
+    )
+    report = json.loads(done.stdout)
+    assert (report["engine"], report["db"]) == ("django.db.backends.postgresql", "practicum")
+    assert report["redis"] and report["layer"] == "channels_redis.core.RedisChannelLayer"
+
+
+def test_a_sqlite_url_names_the_database_file(tmp_path):
+    report = json.loads(boot(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/other.db").stdout)
+    assert report["db"] == f"{tmp_path}/other.db"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("DEBUG", "yes", "DEBUG must be True or False, not 'yes'."),
+        ("DATABASE_URL", "mysql://db/x", "DATABASE_URL must start with postgresql:// or sqlite:///"),
+        ("DATABASE_URL", "postgresql://host:port/db", "DATABASE_URL has a malformed port"),
+        ("DATABASE_URL", "postgresql://host/", "DATABASE_URL must name a database"),
+        ("REDIS_URL", "http://localhost:6379", "REDIS_URL must look like redis://host:6379/0"),
+        ("PRACTICUM_BUNDLE_MAX_MB", "lots", "PRACTICUM_BUNDLE_MAX_MB must be an integer, not 'lots'."),
+        ("PRACTICUM_ZIP_MAX_RATIO", "0", "PRACTICUM_ZIP_MAX_RATIO must be at least 1, not 0."),
+    ],
+)
+def test_a_malformed_variable_stops_start_up_naming_it(tmp_path, variable, value, message):
+    done = boot(tmp_path, **{variable: value})
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and message in done.stderr
+
+
+def test_production_mode_needs_a_secret_key(tmp_path):
+    done = boot(tmp_path, DEBUG="False")
+    assert done.returncode != 0 and "SECRET_KEY must be set when DEBUG is False." in done.stderr
