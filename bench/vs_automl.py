@@ -73,7 +73,6 @@ from rl_core.loop import LoopConfig, is_better, run_loop
 from rl_core.metrics import get_metric
 from rl_core.policies.grammar import GrammarPolicy
 from rl_core.policies.grammar_space import parse_choices
-from rl_core.reward import RewardConfig
 from rl_core.sandbox import isolation_level
 from webapp.competitions.bundled import BUNDLED
 from webapp.runs.config import RunConfig
@@ -134,7 +133,7 @@ def practicum_arm(task: BundledTask, budget_s: float, cores: int, scratch: Path)
     scores, started = Scores(), time.monotonic()
     executor = LocalExecutor(
         {task.info.slug: task.files}, capacity=cores, scratch_root=scratch,
-        reward=RewardConfig(preset=run.reward_preset), instrument=run.instrument,
+        reward=run.reward_config(), instrument=run.instrument,
         runner=functools.partial(run_before, started + budget_s),
     )  # fmt: skip
     try:

@@ -4,6 +4,7 @@ A checkpoint is one `torch.save` file of plain data and tensors only (no pickled
 `torch.load(weights_only=True)`. Samples are stored with their competition's slug instead of the TaskInfo;
 the TaskInfo objects are supplied again on load. Files are named `checkpoint-<update:08d>.pt` and written
 to a temporary file that is renamed into place, so a crash never leaves a half-written newest checkpoint.
+torch is imported only to save and load, so finding checkpoints (`latest_checkpoint`) is cheap anywhere.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
 
@@ -35,6 +34,8 @@ def save_checkpoint(directory: Path, update: int, state: Mapping[str, Any], *, k
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     target = checkpoint_path(directory, update)
+    import torch
+
     handle, temp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -72,6 +73,8 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         if newest is None:
             raise FileNotFoundError(f"No checkpoint in {path}.")
         path = newest
+    import torch
+
     return torch.load(path, weights_only=True)
 
 

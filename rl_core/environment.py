@@ -13,6 +13,7 @@ Call `run_response` with a policy's raw response (the loop, the executors) or `r
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,7 @@ def run_program(
     plan: str = "",
     lm_generate: Callable[[str], str] | None = None,
     allow_gpu: bool = False,
+    cancel: threading.Event | None = None,
 ) -> AttemptOutcome:
     """Instrument `program`, run it against `task`'s public files in `work_dir`, grade it and reward it.
 
@@ -158,6 +160,7 @@ def run_program(
         lm_generate: a frozen LM (prompt -> completion) to insert the markers instead of the AST rules;
             its output is kept only when it passes `rl_core.instrument.lm_instrument`'s check.
         allow_gpu: bind the NVIDIA device nodes into the sandbox (GPU sandbox workers only).
+        cancel: set it from another thread to kill the program now (status ``killed``).
     """
     nonce = nonce or secrets.token_hex(8)
     instrumented = _instrumented(program, nonce, instrument, lm_generate)
@@ -169,6 +172,7 @@ def run_program(
             timeout_s=timeout_s if timeout_s is not None else task.time_limit_s,
             memory_mb=memory_mb if memory_mb is not None else task.memory_mb,
             allow_gpu=allow_gpu,
+            cancel=cancel,
         )
     )
     stages = parse_stages("\n".join(result.marker_lines), nonce) if instrument else ()

@@ -257,8 +257,9 @@ class LocalExecutor:
         scratch_root: each attempt gets a fresh working directory `scratch_root / attempt_id`.
         reward: the RewardConfig passed to run_response (its default when None).
         instrument: insert the progress markers (partial credit) before running.
-        runner: what runs one attempt, with run_response's signature; rl_core.environment.run_response
-            when None (imported only when the first attempt runs).
+        runner: what runs one attempt, with run_response's signature (it is passed ``cancel``, an event
+            set when the attempt is cancelled); rl_core.environment.run_response when None (imported
+            only when the first attempt runs).
     An exception raised by the runner itself (not by the program) is re-raised from `wait`.
     """
 
@@ -283,6 +284,7 @@ class LocalExecutor:
         self._done: queue.Queue[tuple[str, Any, BaseException | None]] = queue.Queue()
         self._futures: dict[str, Future[None]] = {}
         self._cancelled: set[str] = set()
+        self._kill: dict[str, threading.Event] = {}  # attempt id -> the event that kills its program
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
 
@@ -293,11 +295,12 @@ class LocalExecutor:
         work_dir.mkdir(parents=True)
         with self._lock:
             self._cancelled.discard(job.attempt_id)
-            self._futures[job.attempt_id] = self._pool.submit(self._run, job, task, work_dir)
+            self._kill[job.attempt_id] = kill = threading.Event()
+            self._futures[job.attempt_id] = self._pool.submit(self._run, job, task, work_dir, kill)
 
-    def _run(self, job: Job, task: Any, work_dir: Path) -> None:
+    def _run(self, job: Job, task: Any, work_dir: Path, kill: threading.Event) -> None:
         try:
-            outcome = self._runner()(job.sample.response, task, work_dir, **self.options)
+            outcome = self._runner()(job.sample.response, task, work_dir, cancel=kill, **self.options)
         except BaseException as exc:  # re-raised in the loop's thread by wait()
             self._done.put((job.attempt_id, None, exc))
             return
@@ -325,6 +328,7 @@ class LocalExecutor:
     def _accept(self, attempt_id: str, outcome: Any, error: BaseException | None) -> Finished | None:
         with self._lock:
             self._futures.pop(attempt_id, None)
+            self._kill.pop(attempt_id, None)
             if attempt_id in self._cancelled:
                 self._cancelled.discard(attempt_id)
                 return None
@@ -333,19 +337,18 @@ class LocalExecutor:
         return Finished(attempt_id, outcome)
 
     def cancel(self, attempt_id: str) -> None:
-        """Drop the attempt: a queued one never starts; a running one's result is discarded.
-
-        The sandbox kills a running program only at its own wall-clock limit (run_response exposes no
-        kill handle), so a cancelled running attempt keeps its worker until then.
-        """
+        """Drop the attempt: a queued one never starts; a running one's program is killed at once (the
+        runner's ``cancel`` event) and its result discarded."""
         with self._lock:
             future = self._futures.get(attempt_id)
             if future is None:
                 return
             if future.cancel():
                 self._futures.pop(attempt_id)
+                self._kill.pop(attempt_id, None)
             else:
                 self._cancelled.add(attempt_id)
+                self._kill[attempt_id].set()
 
     def now(self) -> float:
         return time.monotonic() - self._t0

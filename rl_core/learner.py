@@ -230,7 +230,8 @@ class Learner:
         return duration_weights(durations) if self.config.duration_aware else torch.ones_like(durations)
 
     def update(self, batch: Sequence[Experience], *, current_version: int) -> dict[str, float]:
-        """Take this batch's optimizer steps and return namespaced metrics (losses/*, charts/*).
+        """Take this batch's optimizer steps and return namespaced metrics (losses/*, charts/*; with an LM
+        policy also charts/tokens_per_s, the batch's mean generation speed).
 
         Args:
             batch: B finished attempts, in any order; may mix policy versions.
@@ -291,7 +292,9 @@ class Learner:
     ) -> dict[str, float]:
         rewards = [e.reward for e in batch]
         staleness = [version - e.sample.policy_version for e in batch]
-        return {
+        speeds = [float(e.sample.info["tokens_per_s"]) for e in batch if "tokens_per_s" in e.sample.info]
+        generation = {"charts/tokens_per_s": sum(speeds) / len(speeds)} if speeds else {}
+        return generation | {
             "charts/reward_mean": sum(rewards) / len(rewards),
             "charts/reward_max": max(rewards),
             "charts/valid_rate": sum(e.valid for e in batch) / len(batch),

@@ -51,7 +51,8 @@ can read the worker's environment through ``/proc`` and signal it; ``setsid`` ch
 How the status is decided (first match wins):
   1. ``"timeout"``: the wall-clock limit was reached (and the sandbox killed it), or the CPU-seconds
      rlimit killed it (SIGXCPU, or SIGKILL with the CPU time at the limit). ``duration_s`` is the limit.
-  2. ``"killed"``: the sandbox killed it for exceeding the scratch cap.
+  2. ``"killed"``: the sandbox killed it for exceeding the scratch cap, or because its caller cancelled
+     it (``ExecutionRequest.cancel`` was set).
   3. ``"memory"``: it exited non-zero or by a signal and its stderr tail shows an allocation failure
      (``MemoryError``, ``std::bad_alloc``, "Cannot allocate memory", "out of memory"), or it was
      SIGKILLed by someone other than the sandbox (the kernel's OOM killer).
@@ -84,7 +85,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -145,6 +146,8 @@ class ExecutionRequest:
     max_file_mb: int = 512
     max_processes: int = 256
     allow_gpu: bool = False
+    cancel: threading.Event | None = field(default=None, compare=False)
+    """Set it (from another thread) to kill the program now: it ends with status ``killed``."""
 
 
 @dataclass(frozen=True)
@@ -330,10 +333,11 @@ def _bwrap_command(request: ExecutionRequest, env: dict[str, str]) -> list[str]:
     args = [_tool("bwrap"), *_namespace_flags(), "--hostname", "sandbox"]
     if _is_root():
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    args += [*_system_binds(), *_python_binds(), "--proc", "/proc", "--dev", "/dev"]
+    args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
     args += ["--bind", work, SANDBOX_ROOT, "--ro-bind", str(request.input_dir), f"{SANDBOX_ROOT}/input"]
     args += ["--bind", f"{work}/tmp", "/tmp", *_gpu_binds(request.allow_gpu)]
+    args += _python_binds()  # last: an interpreter installed under /tmp must not be hidden by the /tmp bind
     args += ["--chdir", SANDBOX_ROOT, "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -462,6 +466,7 @@ class _Ended:
     duration_s: float
     timed_out: bool
     over_scratch: bool
+    cancelled: bool = False
 
 
 class _Supervisor:
@@ -471,7 +476,7 @@ class _Supervisor:
         self.request, self.isolation, self.uid = request, isolation, uid
         self.stdout, self.stderr = _Tail(request.max_output_bytes), _Tail(request.max_output_bytes)
         self.markers = _MarkerLines()
-        self.timed_out = self.over_scratch = self.killed = False
+        self.timed_out = self.over_scratch = self.killed = self.cancelled = False
         self.wait: tuple[int, float] | None = None  # (wait status, cpu seconds) once reaped
         self.end = math.inf
 
@@ -506,6 +511,7 @@ class _Supervisor:
             min(self.end, self.start + self.request.timeout_s) - self.start,
             self.timed_out,
             self.over_scratch,
+            self.cancelled,
         )
 
     def _loop(self, selector: selectors.BaseSelector) -> None:
@@ -526,6 +532,9 @@ class _Supervisor:
             else:
                 if now >= deadline and not self.killed:
                     self.timed_out = True
+                    self._kill()
+                if self.request.cancel is not None and self.request.cancel.is_set() and not self.killed:
+                    self.cancelled = True
                     self._kill()
                 if now >= next_check:
                     self.over_scratch = self.over_scratch or _scratch_over(self.request)
@@ -630,6 +639,7 @@ def decide_status(
     cpu_limit_s: float,
     stderr: str,
     isolation: Isolation,
+    cancelled: bool = False,
 ) -> Status:
     """The status, by the rules of the module docstring.
 
@@ -643,7 +653,7 @@ def decide_status(
     signum = _signal_of(exit_code, isolation)
     if timed_out or signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu_s >= cpu_limit_s - 0.5):
         return "timeout"
-    if over_scratch:
+    if over_scratch or cancelled:
         return "killed"
     if exit_code != 0 and _MEMORY_PATTERN.search(stderr[-4000:]):
         return "memory"
@@ -681,6 +691,8 @@ def _note(request: ExecutionRequest, ended: _Ended) -> str:
     if ended.over_scratch:
         limits = f"{request.max_file_mb} MB or {MAX_SCRATCH_ENTRIES} entries"
         return f"\n[sandbox] killed: the scratch dir exceeded {limits}\n"
+    if ended.cancelled:
+        return "\n[sandbox] killed: the attempt was cancelled\n"
     return ""
 
 
@@ -699,12 +711,13 @@ def execute(request: ExecutionRequest) -> ExecutionResult:
     finally:
         _release_uid(uid)
     if not ended.over_scratch and _scratch_over(request):
-        ended = _Ended(ended.exit_code, ended.cpu_s, ended.duration_s, ended.timed_out, True)
+        ended = _Ended(ended.exit_code, ended.cpu_s, ended.duration_s, ended.timed_out, True, ended.cancelled)
     stderr = supervisor.stderr.text() + _note(request, ended)
     status = decide_status(
         exit_code=ended.exit_code,
         timed_out=ended.timed_out,
         over_scratch=ended.over_scratch,
+        cancelled=ended.cancelled,
         cpu_s=ended.cpu_s,
         cpu_limit_s=_cpu_limit_s(request),
         stderr=stderr,

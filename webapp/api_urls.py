@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/<int:run_id>/attempts/", runs.RunAttempts.as_view(), name="api-run-attempts"),
     path("runs/<int:run_id>/attempts/<int:number>/", runs.AttemptDetail.as_view(), name="api-attempt"),
     path("runs/<int:run_id>/metrics/", runs.RunMetrics.as_view(), name="api-run-metrics"),
+    path("warmstarts/", runs.WarmStartList.as_view(), name="api-warm-starts"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("schema/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -37,8 +37,13 @@ def data_root() -> Path:
 
 
 def run_root(run_id: int) -> Path:
-    """The run's folder; the same as webapp.runs.supervisor.run_dir."""
+    """The run's folder: its attempts' scratch dirs and its checkpoints."""
     return data_root() / "runs" / str(int(run_id))
+
+
+def run_checkpoints(run_id: int) -> Path:
+    """Where the run's supervisor writes its checkpoints (rl_core.checkpoint names the files)."""
+    return run_root(run_id) / "checkpoints"
 
 
 def safe_name(name: str) -> str:

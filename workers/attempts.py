@@ -150,14 +150,13 @@ def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
     worker cannot see the competition's files (the reason names the folder it looked in); and the seconds
     run_response took (what the LocalExecutor would spend too; the rest is the Celery path's overhead)."""
     from rl_core.environment import run_response
-    from rl_core.reward import RewardConfig
     from webapp.competitions.agent_inputs import competition_task_files
     from webapp.competitions.models import Competition
     from webapp.runs.config import RunConfig
     from webapp.runs.models import Run
 
     config = RunConfig.from_dict(Run.objects.get(id=order.run_id).config)
-    reward = RewardConfig(preset=config.reward_preset)
+    reward = config.reward_config()
     competition = Competition.objects.get(slug=order.slug)
     try:
         task = competition_task_files(competition=competition)

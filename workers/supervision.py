@@ -61,9 +61,8 @@ def supervise_with_lease(run_id: int) -> str:
 def log_resume(run_id: int) -> None:
     """Say so in the worker's log when this supervisor takes over a run that has a checkpoint."""
     from rl_core.checkpoint import latest_checkpoint
-    from webapp.runs.supervisor import run_dir
+    from webapp import storage
 
-    checkpoints = run_dir(run_id) / "checkpoints"
-    newest = latest_checkpoint(checkpoints) if checkpoints.is_dir() else None
+    newest = latest_checkpoint(storage.run_checkpoints(run_id))
     if newest is not None:
         log.warning("run %s: resuming from checkpoint %s", run_id, newest.name)

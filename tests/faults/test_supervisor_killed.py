@@ -10,10 +10,10 @@ import redis
 from practicum_test_cluster import wait_for
 
 from rl_core.checkpoint import latest_checkpoint
+from webapp import storage
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
-from webapp.runs.supervisor import run_dir
 from workers.coordination import supervisor_lease_key
 from workers.dispatch import enqueue_supervisor
 
@@ -44,7 +44,7 @@ def resumed(cluster, iris, redis_url):
     first = cluster.start_worker("gpu-1", "gpu")
     enqueue_supervisor(run.id, app=cluster.app)
     versions: list[int] = []
-    checkpoints = run_dir(run.id) / "checkpoints"
+    checkpoints = storage.run_checkpoints(run.id)
     watch_run(
         run.id,
         lambda r: r.policy_version >= 1 and latest_checkpoint(checkpoints) is not None,

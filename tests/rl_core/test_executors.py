@@ -148,7 +148,8 @@ def test_local_executor_runs_attempts_concurrently_in_their_own_scratch_dirs(tmp
     assert time.monotonic() - started < 1.5  # four 0.5 s attempts at once, not one after another (2 s)
     assert sorted(f.attempt_id for f in finished) == ["0-0", "0-1", "0-2", "0-3"]
     assert (tmp_path / "scratch" / "0-2" / "ran.txt").exists()
-    assert finished[0].outcome.options == {"instrument": False}
+    options = finished[0].outcome.options
+    assert options["instrument"] is False and isinstance(options["cancel"], threading.Event)
 
 
 def test_local_executor_reports_a_quick_attempt_before_a_slow_one_finishes(tmp_path):
@@ -234,3 +235,19 @@ def test_local_executor_runs_real_sandboxed_attempts(tiny_task, data_dir):
     assert (outcomes["0-0"].valid, outcomes["0-0"].score) == (True, 0.5)
     assert outcomes["0-0"].duration_s > 0
     assert outcomes["0-1"].status == "parse_error"
+
+
+@pytest.mark.slow
+def test_cancelling_a_running_attempt_kills_its_program_at_once(tiny_task, data_dir):
+    executor = LocalExecutor({"tiny": tiny_task}, 1, data_dir / "attempts")
+    task = TaskInfo("tiny", "", "accuracy", True, "id", ("y",), 60.0)
+    forever = "Run forever.\n```python\nimport time\nopen('started', 'w').close()\ntime.sleep(600)\n```"
+    executor.submit(Job("0-0", Sample(Prompt(task=task, kind="solve"), forever, (0.0,), 0), "tiny"))
+    deadline = time.monotonic() + 30
+    while not (data_dir / "attempts" / "0-0" / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    cancelled_at = time.monotonic()
+    executor.cancel("0-0")
+    executor.close()  # waits for the attempt's thread: it returns once the program is dead
+    assert time.monotonic() - cancelled_at < 10  # not the 60 s time limit
+    assert executor.wait(0.1) == []  # a cancelled attempt is never reported

@@ -208,6 +208,15 @@ def test_update_reports_staleness_validity_and_duration_metrics():
     assert metrics["charts/reward_max"] == 1.0
 
 
+def test_update_reports_the_mean_generation_speed_of_samples_that_carry_one():
+    learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
+    batch = [make_experience("a", 1.0, 2.0), make_experience("b", 0.0, 1.0)]
+    assert "charts/tokens_per_s" not in learner.update(batch, current_version=0)
+    for experience, speed in zip(batch, (30.0, 50.0), strict=True):
+        experience.sample.info["tokens_per_s"] = speed
+    assert learner.update(batch, current_version=1)["charts/tokens_per_s"] == 40.0
+
+
 def test_update_refuses_an_empty_batch():
     with pytest.raises(ValueError, match="at least one"):
         Learner(TablePolicy(FAMILIES), LearnerConfig()).update([], current_version=0)

@@ -7,17 +7,12 @@ import importlib.util
 
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.policies.lm import CodeBlockStop, LMPolicy, LMPolicyConfig, trim_response
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
+from rl_core.testing import tiny_llama, tiny_tokenizer
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 TASK = TaskInfo(
     slug="tiny",
     description="Predict y.",
@@ -33,41 +28,14 @@ SOLVE = Prompt(task=TASK, kind="solve")
 IMPROVE = Prompt(task=TASK, kind="improve", previous=PreviousSolution("print(1)\n", "ok", 0.5))
 
 
-def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    """A byte-level tokenizer (256 byte tokens, no merges) with ChatML-like specials and template."""
-    vocab = {char: index for index, char in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    backend.add_special_tokens(["<|im_start|>", "<|im_end|>", "<pad>"])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<pad>"
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
 TOKENIZER = tiny_tokenizer()
 
 
-def tiny_model(seed: int = 0, hidden: int = 32) -> LlamaForCausalLM:
-    config = LlamaConfig(
-        vocab_size=len(TOKENIZER),
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        bos_token_id=TOKENIZER.bos_token_id,
-        eos_token_id=TOKENIZER.eos_token_id,
-        pad_token_id=TOKENIZER.pad_token_id,
-    )
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(config).eval()
+def tiny_model(seed: int = 0, hidden: int = 32):
+    return tiny_llama(TOKENIZER, seed=seed, hidden=hidden, max_positions=4096)
 
 
-def make_policy(model: LlamaForCausalLM | None = None, **overrides) -> LMPolicy:
+def make_policy(model=None, **overrides) -> LMPolicy:
     settings = {
         "max_new_tokens": 12,
         "lora_r": 4,

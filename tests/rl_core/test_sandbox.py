@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -281,3 +282,27 @@ def test_the_sandbox_binds_no_project_home_or_data_paths(box, data_dir):
     forbidden = {"/", "/work", "/work/main", "/root", "/tmp", "/var/lib/postgresql", str(data_dir)}
     assert sources & forbidden == set()
     assert all(not s.startswith("/work/main/") or s.startswith(sys.prefix) for s in sources)
+
+
+@pytest.mark.skipif(sandbox.isolation_level() != "bwrap", reason="needs bubblewrap")
+def test_an_interpreter_installed_under_tmp_still_runs_programs(tmp_path):
+    """The sandbox's /tmp (its scratch dir) must not hide a virtualenv under the host's /tmp."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from rl_core.sandbox import ExecutionRequest, execute
+        public = Path({str(tmp_path)!r}) / "public"
+        public.mkdir()
+        request = ExecutionRequest("import sys; print(sys.prefix)", public, public.parent / "work", 30, 512)
+        result = execute(request)
+        print(result.isolation, result.status, result.stdout.strip())
+        """
+    )
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(sandbox.__file__).parents[1])}
+    done = subprocess.run(
+        [venv / "bin/python", "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["bwrap", "ok", str(venv)], done.stderr

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM
 
 from rl_core.adapters import (
     FULL_MODEL_FOLDER,
@@ -30,6 +29,7 @@ from rl_core.policies.grammar import simplest_program
 from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
+from rl_core.testing import tiny_llama, tiny_tokenizer
 from rl_core.warmstart import (
     WarmStartConfig,
     demonstration_loss,
@@ -40,45 +40,14 @@ from rl_core.warmstart import (
     warm_start_policy,
 )
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 FAST = WarmStartConfig(epochs=3, minibatch=2, lr=1e-2)
-
-
-def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    """A byte-level tokenizer (256 byte tokens, no merges) with ChatML-like specials and template."""
-    vocab = {char: index for index, char in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    backend.add_special_tokens(["<|im_start|>", "<|im_end|>", "<pad>"])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<pad>"
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
 
 
 TOKENIZER = tiny_tokenizer()
 
 
-def tiny_model() -> LlamaForCausalLM:
-    config = LlamaConfig(
-        vocab_size=len(TOKENIZER),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        bos_token_id=TOKENIZER.bos_token_id,
-        eos_token_id=TOKENIZER.eos_token_id,
-        pad_token_id=TOKENIZER.pad_token_id,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+def tiny_model():
+    return tiny_llama(TOKENIZER)
 
 
 def make_policy(**overrides) -> LMPolicy:

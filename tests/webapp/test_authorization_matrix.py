@@ -112,6 +112,22 @@ def test_every_surface_of_a_private_run_is_its_owners_and_a_404_to_anyone_else(
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("who", ["owner", "stranger"])
+@pytest.mark.parametrize("surface", [name for name in RUN_SURFACES if name.startswith("api ")])
+def test_the_api_authorizes_a_token_exactly_as_a_session(private_run, user_called, surface, who):
+    """Token auth (what scripts use) sees what the same user's session sees; a bad token is a 401."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    token = Token.objects.create(user=user_called(who))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert client.get(RUN_SURFACES[surface](private_run)).status_code == visible_status(who)
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert client.get(RUN_SURFACES[surface](private_run)).status_code == 401
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("who", CAST)
 @pytest.mark.parametrize("surface", COMPETITION_SURFACES)
 def test_every_surface_of_a_private_competition_is_its_owners_and_a_404_to_anyone_else(

@@ -4,6 +4,7 @@ what is valid, so the page, `manage.py train` and the API accept exactly the sam
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -14,9 +15,12 @@ from webapp.runs.models import Run
 
 DEFAULTS = RunConfig()
 CONFIG_FIELDS = (
-    "policy", "model", "attempts", "actors", "batch", "sync", "duration_aware", "instrument",
-    "reward_preset", "improve_prob", "objective", "lr", "seed",
+    "policy", "model", "warm_start", "warm_start_demos", "imitate_runs", "seed_baseline", "baseline_program",
+    "attempts", "actors", "batch", "sync", "duration_aware", "instrument", "reward_preset", "failure_reward",
+    "credit_per_stage", "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef",
+    "advantage", "temperature", "max_new_tokens", "seed",
 )  # fmt: skip
+"""The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
 
 
@@ -34,6 +38,26 @@ class RunStartForm(forms.Form):
         required=False,
         help_text="LM policy only: embedded name, local path or cached HF name.",
     )
+    warm_start = forms.ChoiceField(
+        required=False, initial="", help_text="Where the policy starts: fresh, a stored warm start (LM), or "
+        "an earlier run's final policy (same policy and model).",
+    )  # fmt: skip
+    warm_start_demos = forms.IntegerField(
+        required=False, initial=0, min_value=0, max_value=2000, label="Warm-start demonstrations (LM)",
+        help_text="Fine-tune on this many GrammarPolicy programs before RL (0: none); stored for reuse.",
+    )  # fmt: skip
+    imitate_runs = forms.CharField(
+        required=False, label="Imitate runs (LM)", help_text="Run ids, comma-separated: their best valid "
+        "attempts are demonstrations too (self-imitation).",
+    )  # fmt: skip
+    seed_baseline = forms.BooleanField(
+        required=False, label="Seed the improve pool with a baseline program before the first attempt"
+    )
+    baseline_program = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 40}),
+        help_text="The baseline to seed with (reads ./input/, writes ./submission/submission.csv); blank: "
+        "the simplest grammar program.",
+    )  # fmt: skip
     attempts = forms.IntegerField(
         initial=DEFAULTS.attempts, min_value=1, max_value=100_000, label="Attempt budget"
     )
@@ -52,29 +76,73 @@ class RunStartForm(forms.Form):
         choices=[("normalized", "normalized"), ("paper", "paper (−10 failure, raw score)")],
         initial=DEFAULTS.reward_preset,
     )
+    failure_reward = forms.FloatField(
+        required=False, help_text="Reward of an attempt without a valid submission; blank: the preset's."
+    )
+    credit_per_stage = forms.FloatField(required=False, initial=DEFAULTS.credit_per_stage, min_value=0)
+    reward_mode = forms.ChoiceField(
+        required=False,
+        choices=[("score", "score"), ("percentile", "leaderboard percentile (where there is one)")],
+        initial=DEFAULTS.reward_mode,
+    )
     improve_prob = forms.FloatField(initial=DEFAULTS.improve_prob, min_value=0, max_value=1)
     objective = forms.ChoiceField(
         choices=[("ppo", "PPO"), ("reinforce", "REINFORCE")], initial=DEFAULTS.objective
     )
     lr = forms.FloatField(initial=DEFAULTS.lr, help_text="~0.05 for the grammar policy, ~1e-5 for an LM.")
+    entropy_coef = forms.FloatField(required=False, initial=DEFAULTS.entropy_coef, min_value=0)
+    kl_coef = forms.FloatField(
+        required=False, initial=DEFAULTS.kl_coef, min_value=0, help_text="LM: KL to the frozen base."
+    )
+    advantage = forms.ChoiceField(
+        required=False,
+        choices=[(a, a.replace("_", " ")) for a in ("running_mean", "group_mean", "batch_normalized")],
+        initial=DEFAULTS.advantage,
+    )
+    temperature = forms.FloatField(
+        required=False, initial=DEFAULTS.temperature, help_text="LM: sampling temperature."
+    )
+    max_new_tokens = forms.IntegerField(
+        required=False,
+        initial=DEFAULTS.max_new_tokens,
+        min_value=1,
+        max_value=32_768,
+        help_text="LM: response cap.",
+    )
     seed = forms.IntegerField(initial=DEFAULTS.seed, min_value=0)
 
-    def __init__(self, *args: Any, competitions, **kwargs: Any) -> None:
-        """`competitions`: the queryset the user may start runs on (the ones they can see)."""
+    def __init__(
+        self, *args: Any, competitions, warm_starts: Sequence[tuple[str, str]] = (),
+        base: dict[str, Any] | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        """`competitions`: the queryset the user may start runs on (the ones they can see); `warm_starts`:
+        (value, label) choices besides a fresh start (webapp.runs.selectors.warm_start_choices); `base`: the
+        config a clone starts from, whose fields the form does not show are kept."""
         super().__init__(*args, **kwargs)
+        self.base = base or {}
         self.fields["competitions"].queryset = competitions
+        self.fields["warm_start"].choices = [("", "fresh (no warm start)"), *warm_starts]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
             return data
-        raw = {name: data[name] for name in CONFIG_FIELDS}
+        given = {name: data[name] for name in CONFIG_FIELDS if not self.left_blank(name, data[name])}
+        raw = self.base | given
         raw["model"] = raw["model"] or DEFAULTS.model
+        raw["warm_start"] = raw["warm_start"] or ""
         try:
             data["config"] = RunConfig.from_dict(raw).to_dict()
         except ValueError as error:
             self.add_error(field_named_in(str(error)), str(error))
         return data
+
+    def left_blank(self, name: str, value: Any) -> bool:
+        """An optional number or choice left empty keeps the default (or the cloned run's value); an empty
+        text ("no runs to imitate"), warm start ("fresh") or failure reward ("the preset's") means that."""
+        if name in ("failure_reward", "warm_start") or isinstance(self.fields[name], forms.CharField):
+            return False
+        return not self.fields[name].required and value in (None, "")
 
 
 def field_named_in(message: str) -> str | None:
@@ -91,6 +159,7 @@ def initial_from_run(run: Run) -> dict[str, Any]:
     """The form's starting values for a clone of `run`: its configuration, competitions and visibility."""
     config = RunConfig.from_dict(run.config).to_dict()
     initial = {name: config[name] for name in CONFIG_FIELDS}
+    initial["imitate_runs"] = ", ".join(str(i) for i in config["imitate_runs"])
     return {**initial, "competitions": list(run.competitions.all()), "is_public": run.is_public,
             "name": f"{run.name} (clone)"[:200]}  # fmt: skip
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("runs/<int:run_id>/attempts/<int:number>/", views.attempt_page, name="attempt"),
     path("runs/<int:run_id>/attempts/<int:number>/bundle.zip", views.attempt_bundle, name="attempt_bundle"),
     path("compare/", views.compare_page, name="compare"),
+    path("warmstarts/", views.warm_start_list, name="warm_starts"),
     path("token/", views.api_token, name="api_token"),
     path("docs/api/", views.api_reference, name="api_reference"),
     path("assets/plotly.min.js", views.plotly_js, name="plotly_js"),

@@ -32,6 +32,12 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboards/run_list.html", {"runs": runs[:200]})
 
 
+def warm_start_list(request: HttpRequest) -> HttpResponse:
+    """The stored warm starts the user may use, with what each was trained on."""
+    warm_starts = selectors.warm_starts_visible_to(user=request.user)
+    return render(request, "dashboards/warm_starts.html", {"warm_starts": warm_starts})
+
+
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = visible_run_or_404(request, run_id)
     return render(request, "dashboards/run.html", {"run": run, "can_control": may_control(request, run)})
@@ -61,7 +67,10 @@ def run_start(request: HttpRequest) -> HttpResponse:
     competition = (
         competition_selectors.competition_get_visible(slug=slug, user=request.user) if slug else None
     )
-    return run_form(request, initial=forms.initial_for_competition(competition), source=None)
+    initial = forms.initial_for_competition(competition)
+    if request.GET.get("warm_start"):  # from the warm starts page: an LM run starting from it
+        initial |= {"warm_start": request.GET["warm_start"], "policy": "lm", "lr": 1e-5}
+    return run_form(request, initial=initial, source=None)
 
 
 @login_required
@@ -73,7 +82,13 @@ def run_clone(request: HttpRequest, run_id: int) -> HttpResponse:
 
 def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> HttpResponse:
     visible = competition_selectors.competitions_visible_to(user=request.user)
-    form = forms.RunStartForm(request.POST or None, initial=initial, competitions=visible)
+    warm_starts = selectors.warm_start_choices(user=request.user)
+    if initial.get("warm_start") and initial["warm_start"] not in dict(warm_starts):
+        warm_starts.append((initial["warm_start"], f"{initial['warm_start']} (the cloned run's)"))
+    form = forms.RunStartForm(
+        request.POST or None, initial=initial, competitions=visible, warm_starts=warm_starts,
+        base=source.config if source else None,
+    )  # fmt: skip
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

@@ -134,9 +134,10 @@ class RunList(APIView):
         missing = [s for s, c in zip(slugs, competitions, strict=True) if c is None]
         if missing:
             return Response({"error": f"competitions: no competition called {missing[0]!r}."}, status=400)
+        found = [c for c in competitions if c is not None]
         try:
             run = services.run_start(
-                owner=request.user, competitions=[c for c in competitions if c is not None], config=form.validated_data["config"],
+                owner=request.user, competitions=found, config=form.validated_data["config"],
                 name=form.validated_data["name"], is_public=form.validated_data["is_public"],
             )  # fmt: skip
         except QuotaExceeded as error:
@@ -212,3 +213,15 @@ class RunMetrics(APIView):
         if after.isdigit():
             steps = [s for s in steps if s["version"] > int(after)]
         return Response({"results": steps})
+
+
+class WarmStartList(APIView):
+    @extend_schema(
+        operation_id="warm_starts_list",
+        summary="Stored warm starts you may start an LM run from, with what each was trained on",
+        responses={200: JSON_OBJECT},
+    )
+    def get(self, request):
+        manifests = selectors.warm_starts_visible_to(user=request.user)
+        hidden = ("path", "losses", "config", "prompt")  # server paths and bulky training detail stay home
+        return Response({"results": [{k: v for k, v in m.items() if k not in hidden} for m in manifests]})

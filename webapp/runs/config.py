@@ -1,10 +1,19 @@
 """A run's settings as one flat, typed record: what the UI form, `manage.py train` and the API all set,
-stored as `Run.config`, and turned into rl_core's LoopConfig, LearnerConfig and RewardConfig."""
+stored as `Run.config`, and turned into rl_core's LoopConfig, LearnerConfig (webapp.runs.supervisor) and
+RewardConfig (`RunConfig.reward_config`). Checking here needs no database; what does (a warm start that
+names another run or a stored adapter) is checked by webapp.runs.warmstarts.warm_start_check."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from rl_core.reward import RewardConfig
+
+RUN_PREFIX = "run:"
+"""`RunConfig.warm_start` = f"{RUN_PREFIX}{id}": start from that run's final policy."""
 
 
 @dataclass(frozen=True)
@@ -14,11 +23,21 @@ class RunConfig:
     model: str = "smollm2-135m"
     """LM policy only: the embedded model's name, a local path, or a cached Hugging Face name."""
     warm_start: str = ""
-    """LM policy only: a warm start to begin from (`manage.py warmstart`): its name under
-    PRACTICUM_DATA_DIR/adapters, or a folder path; "" for none."""
+    """Where the policy starts: "" (fresh), f"run:{id}" (that earlier run's final policy, from its newest
+    checkpoint; same policy kind and model), or, for an LM, a stored warm start (`manage.py warmstart`, or
+    an earlier run's `warm_start_demos`): its name under PRACTICUM_DATA_DIR/adapters, or a folder path."""
+    warm_start_demos: int = 0
+    """LM policy only: before RL, fine-tune on this many GrammarPolicy demonstrations for the run's
+    competitions (plus `imitate_runs`' best attempts), shown live on the run page and stored as the warm
+    start f"run-{id}" for later runs. 0: no fine-tuning in the run."""
+    imitate_runs: tuple[int, ...] = ()
+    """LM policy only: earlier runs whose best valid attempts are demonstrations too (self-imitation)."""
     seed_baseline: bool = False
-    """Before the first attempt, run the simplest grammar program once per competition and put it, when
-    valid, into the improve pool, so improve prompts exist from the first attempt."""
+    """Before the first attempt, run a baseline program once per competition and put it, when valid, into
+    the improve pool, so improve prompts exist from the first attempt."""
+    baseline_program: str = ""
+    """The baseline program to seed with (Python, reading ./input/ and writing ./submission/submission.csv),
+    for every competition of the run; "" uses the simplest grammar program of each competition."""
     attempts: int = 64
     """Attempt budget."""
     actors: int = 2
@@ -33,6 +52,14 @@ class RunConfig:
     """Insert progress markers for partial credit."""
     reward_preset: Literal["normalized", "paper"] = "normalized"
     """Reward preset of DESIGN.md §1."""
+    failure_reward: float | None = None
+    """The reward of an attempt without a valid submission, before stage credit; None: the preset's (-1.0
+    normalized, -10.0 paper)."""
+    credit_per_stage: float = 0.1
+    """Reward per instrumentation stage reached."""
+    reward_mode: Literal["score", "percentile"] = "score"
+    """"percentile": a valid submission is rewarded by its leaderboard percentile where the competition has
+    a leaderboard (rl_core.reward)."""
     improve_prob: float = 0.5
     """Probability of an improve prompt when an earlier valid solution exists."""
     objective: Literal["ppo", "reinforce"] = "ppo"
@@ -41,8 +68,14 @@ class RunConfig:
     """Learning rate (the grammar policy's logits learn fast; use ~1e-5 for an LM's adapters)."""
     entropy_coef: float = 0.01
     """Entropy bonus."""
+    kl_coef: float = 0.0
+    """LM policy only: weight of the KL penalty to the frozen base model (adapters off)."""
     advantage: Literal["running_mean", "group_mean", "batch_normalized"] = "running_mean"
     """Baseline for advantages."""
+    temperature: float = 0.7
+    """LM policy only: sampling temperature τ of π = softmax(logits / τ)."""
+    max_new_tokens: int = 1024
+    """LM policy only: the most tokens in a response (the paper's cap)."""
     checkpoint_every: int = 1
     """Learner updates between checkpoints."""
     seed: int = 0
@@ -55,25 +88,104 @@ class RunConfig:
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ValueError(f"config: unknown field {unknown[0]!r}.")
+        raw = dict(raw)
+        if "imitate_runs" in raw:
+            raw["imitate_runs"] = run_ids(raw["imitate_runs"])
         config = cls(**raw)
         config.check()
         return config
 
     def check(self) -> None:
-        positive = {"attempts": self.attempts, "actors": self.actors, "batch": self.batch, "lr": self.lr}
+        positive = {
+            "attempts": self.attempts, "actors": self.actors, "batch": self.batch, "lr": self.lr,
+            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+        }  # fmt: skip
         for name, value in positive.items():
             if not value > 0:
                 raise ValueError(f"config: {name} must be positive, not {value!r}.")
+        for name in ("warm_start_demos", "kl_coef", "credit_per_stage", "entropy_coef"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"config: {name} must be 0 or more, not {getattr(self, name)!r}.")
         if not 0 <= self.improve_prob <= 1:
             raise ValueError(f"config: improve_prob must be between 0 and 1, not {self.improve_prob!r}.")
-        if self.policy not in ("grammar", "lm"):
-            raise ValueError(f"config: policy must be 'grammar' or 'lm', not {self.policy!r}.")
-        if self.warm_start and self.policy != "lm":
-            raise ValueError("config: warm_start needs policy 'lm' (a warm start adapts a language model).")
-        if self.reward_preset not in ("normalized", "paper"):
+        if self.failure_reward is not None and not math.isfinite(self.failure_reward):
+            raise ValueError(f"config: failure_reward must be a finite number, not {self.failure_reward!r}.")
+        self.check_choices()
+        self.check_warm_start()
+
+    def check_choices(self) -> None:
+        choices = {
+            "policy": ("grammar", "lm"),
+            "reward_preset": ("normalized", "paper"),
+            "reward_mode": ("score", "percentile"),
+            "objective": ("ppo", "reinforce"),
+            "advantage": ("running_mean", "group_mean", "batch_normalized"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                options = " or ".join(repr(a) for a in allowed)
+                raise ValueError(f"config: {name} must be {options}, not {getattr(self, name)!r}.")
+
+    def check_warm_start(self) -> None:
+        lm_only = {"warm_start_demos": self.warm_start_demos, "imitate_runs": self.imitate_runs}
+        for name, value in lm_only.items():
+            if value and self.policy != "lm":
+                raise ValueError(f"config: {name} needs policy 'lm' (it fine-tunes a language model).")
+        if self.warm_start and self.policy != "lm" and self.warm_start_run_id is None:
             raise ValueError(
-                f"config: reward_preset must be 'normalized' or 'paper', not {self.reward_preset!r}."
+                f"config: warm_start {self.warm_start!r} is a language-model adapter; a {self.policy} run "
+                f"can only start from an earlier run ('{RUN_PREFIX}ID')."
+            )
+        if self.warm_start and (self.warm_start_demos or self.imitate_runs):
+            raise ValueError(
+                "config: warm_start_demos and imitate_runs fine-tune a fresh model; leave warm_start empty."
             )
 
+    @property
+    def warm_start_run_id(self) -> int | None:
+        """The run named by ``warm_start = "run:ID"``, or None. ValueError for a malformed id."""
+        if not self.warm_start.startswith(RUN_PREFIX):
+            return None
+        text = self.warm_start[len(RUN_PREFIX) :]
+        if not text.isdigit():
+            raise ValueError(
+                f"config: warm_start must be '{RUN_PREFIX}' and a run id, not {self.warm_start!r}."
+            )
+        return int(text)
+
+    @property
+    def fine_tunes(self) -> bool:
+        """Whether the run fine-tunes its LM on demonstrations before RL."""
+        return bool(self.warm_start_demos or self.imitate_runs)
+
+    def reward_config(self) -> RewardConfig:
+        """The rl_core reward settings of this run."""
+        from rl_core.reward import RewardConfig
+
+        return RewardConfig(
+            preset=self.reward_preset,
+            failure_reward=self.failure_reward,
+            credit_per_stage=self.credit_per_stage,
+            mode=self.reward_mode,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["imitate_runs"] = list(self.imitate_runs)
+        return data
+
+
+def run_ids(value: Any) -> tuple[int, ...]:
+    """Run ids from a list (or a comma-separated string, as a form sends them); ValueError otherwise.
+
+    >>> run_ids("3, 5"), run_ids([7]), run_ids("")
+    ((3, 5), (7,), ())
+    """
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        ids = tuple(int(str(item).strip()) for item in items if str(item).strip())
+    except (TypeError, ValueError):
+        raise ValueError(f"config: imitate_runs must be run ids, not {value!r}.") from None
+    if any(i <= 0 for i in ids):
+        raise ValueError(f"config: imitate_runs must be run ids, not {value!r}.")
+    return ids

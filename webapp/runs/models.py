@@ -39,6 +39,11 @@ class Run(models.Model):
     best_attempt = models.ForeignKey(
         "Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    warm_start_progress = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where the run's warm-start (fine-tuning) phase is, if it has one.",
+    )
     event_seq = models.PositiveBigIntegerField(default=0, help_text="Sequence number of the last live event.")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -89,6 +89,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         "best_score": run.best_score,
         "best_attempt_id": run.best_attempt_id,
         "error": run.error,
+        "warm_start": run.warm_start_progress,
+        "warm_start_from": run.warm_start_from_id,
         "seq": run.event_seq,
         "created_at": run.created_at.isoformat() if run.created_at else None,
         "started_at": run.started_at.isoformat() if run.started_at else None,

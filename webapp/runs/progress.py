@@ -30,7 +30,8 @@ class ProgressObserver:
         self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
     ):
         self.busy -= 1
-        self.rewards.append(outcome.reward)
+        if outcome.reward is not None:  # a lost attempt has no reward
+            self.rewards.append(outcome.reward)
         if outcome.valid and outcome.score is not None:
             higher = sample.prompt.task.higher_is_better
             if self.best is None or (outcome.score > self.best if higher else outcome.score < self.best):

@@ -9,9 +9,11 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 
 from rl_core.adapters import list_warm_starts
+from rl_core.checkpoint import latest_checkpoint
 from rl_core.metrics import get_metric
 from webapp import storage
 from webapp.competitions.models import Competition
+from webapp.competitions.selectors import competitions_visible_to
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import (
     ATTEMPT_POINT_FIELDS,
@@ -214,6 +216,39 @@ def warm_start_dir(*, name_or_path: str) -> Path:
 def warm_starts_list() -> list[dict[str, Any]]:
     """Every stored warm start, newest first: its manifest (what it was trained on) plus name and path."""
     return list_warm_starts(adapters_root())
+
+
+def warm_starts_visible_to(*, user: User | AnonymousUser | None) -> list[dict[str, Any]]:
+    """The stored warm starts a user may see and start from: those trained only on competitions they can
+    see (a warm start learned from a competition's data). None (the operator) sees every one."""
+    if user is None:
+        return warm_starts_list()
+    visible = set(competitions_visible_to(user=user).values_list("slug", flat=True))
+    return [w for w in warm_starts_list() if set(w.get("competitions", [])) <= visible]
+
+
+def warm_start_choices(*, user: User | AnonymousUser, recent: int = 30) -> list[tuple[str, str]]:
+    """(RunConfig.warm_start value, label) for the start form: the stored warm starts the user may see,
+    then their `recent` newest visible runs that have a checkpoint (a run can start from one's final
+    policy)."""
+    stored = [(w["name"], warm_start_label(w)) for w in warm_starts_visible_to(user=user)]
+    runs = runs_visible_to(user=user).order_by("-created_at")[:recent]
+    with_checkpoint = [r for r in runs if latest_checkpoint(storage.run_checkpoints(r.id)) is not None]
+    return stored + [(f"run:{r.id}", f"run #{r.id}'s final policy: {r.name}") for r in with_checkpoint]
+
+
+def warm_start_label(manifest: dict[str, Any]) -> str:
+    """One line saying what a stored warm start is.
+
+    >>> warm_start_label({"name": "w", "kind": "lora", "base_model": "m", "competitions": ["a"],
+    ...                   "demonstrations": 3})
+    'w: lora of m on a, 3 demonstrations'
+    """
+    competitions = ", ".join(manifest.get("competitions", [])) or "?"
+    return (
+        f"{manifest['name']}: {manifest.get('kind', '?')} of {manifest.get('base_model', '?')} on "
+        f"{competitions}, {manifest.get('demonstrations', '?')} demonstrations"
+    )
 
 
 def runs_best_valid_attempts(*, run_ids: list[int], per_competition: int) -> list[Attempt]:

@@ -90,7 +90,7 @@ def attempt_start(
             started_at=timezone.now(),
             number=number,
             tries=1,
-            **sample_fields,
+            **storable(sample_fields),
         )
         events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt)})
     return attempt
@@ -104,7 +104,7 @@ def attempt_finish(*, run_id: int, key: str, result: dict[str, Any], staleness: 
         )
         if attempt.is_finished:
             return attempt
-        for field, value in result.items():
+        for field, value in storable(result).items():
             setattr(attempt, field, value)
         attempt.staleness = staleness
         attempt.finished_at = timezone.now()
@@ -116,6 +116,22 @@ def attempt_finish(*, run_id: int, key: str, result: dict[str, Any], staleness: 
         run.save(update_fields=["attempts_done", "best_score", "best_attempt"])
         events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt), "best_score": run.best_score})
     return attempt
+
+
+def storable(value: Any) -> Any:
+    """`value` with every NUL character replaced by U+FFFD, in strings and inside lists and dicts: text a
+    program printed or a model sampled may hold NULs, which PostgreSQL text and jsonb cannot store.
+
+    >>> storable({"stdout_tail": "a" + chr(0) + "b", "stages": [chr(0)], "score": 0.5})
+    {'stdout_tail': 'a�b', 'stages': ['�'], 'score': 0.5}
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(storable(v) for v in value)
+    return value
 
 
 def improves(run: Run, attempt: Attempt) -> bool:
@@ -130,6 +146,16 @@ def attempt_abandon(*, run_id: int, key: str, status: str, reason: str) -> Attem
     learning) or `killed` (its run was cancelled)."""
     result = {"status": status, "stderr_tail": reason, "valid": False, "reward": None}
     return attempt_finish(run_id=run_id, key=key, result=result, staleness=0)
+
+
+def run_warm_start_progress(*, run_id: int, progress: dict[str, Any]) -> None:
+    """Record where the run's warm-start phase is (webapp.runs.warmstarts.WarmStartProgress) and publish
+    the run, whose page draws the progress bar and the loss curve from it."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        run.warm_start_progress = progress
+        run.save(update_fields=["warm_start_progress"])
+        events.publish(run_id, "run", {"run": run_summary(run)})
 
 
 def learner_step_record(
@@ -186,15 +212,19 @@ def run_admit_create(
     is_public: bool = False,
     cloned_from: Run | None = None,
 ) -> Run:
-    """Check `config` (ValueError names the field), admit the run under its owner's quotas (QuotaExceeded,
-    a ValueError saying which limit and what to do; webapp.runs.quotas), and create it, queued. A refused
-    run leaves nothing behind. `manage.py train` drives what this returns in the foreground."""
+    """Check `config` (ValueError names the field; what its warm start names is checked by
+    warmstarts.warm_start_check), admit the run under its owner's quotas (QuotaExceeded, a ValueError saying
+    which limit and what to do; webapp.runs.quotas), and create it, queued. A refused run leaves nothing
+    behind. `manage.py train` drives what this returns in the foreground."""
+    from webapp.runs.warmstarts import warm_start_check
+
     checked = RunConfig.from_dict(config)
+    source = warm_start_check(config=checked, owner=owner)
     with transaction.atomic():
         quotas.run_admit(owner=owner, config=checked)
         return run_create(
             owner=owner, competitions=competitions, policy=checked.policy, config=checked.to_dict(),
-            name=name, is_public=is_public, cloned_from=cloned_from,
+            name=name, is_public=is_public, cloned_from=cloned_from, warm_start_from=source,
         )  # fmt: skip
 
 

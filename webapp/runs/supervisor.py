@@ -15,15 +15,15 @@ from typing import Any
 from django.conf import settings
 
 from rl_core.adapters import warm_start_source
-from rl_core.checkpoint import latest_checkpoint
+from rl_core.checkpoint import latest_checkpoint, warm_start
 from rl_core.executors import Executor, LocalExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, LoopSummary, run_loop
 from rl_core.policy import Policy, Sample, TaskInfo
-from rl_core.reward import RewardConfig
+from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
 from webapp.competitions.models import Competition
-from webapp.runs import selectors, services
+from webapp.runs import selectors, services, warmstarts
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
@@ -34,38 +34,70 @@ class RunCancelled(Exception):
     """Raised inside the loop when the run was cancelled from the UI or API."""
 
 
-def run_dir(run_id: int) -> Path:
-    return Path(settings.DATA_DIR) / "runs" / str(run_id)
-
-
 def models_dir() -> Path:
     """Where the embedded model is converted once and cached (rl_core.models), shared by every run."""
     return Path(settings.DATA_DIR) / "models"
 
 
-def build_policy(config: RunConfig, cache_dir: Path) -> Policy:
-    """The run's policy; an LM starts from its warm start when the config names one."""
+def build_policy(config: RunConfig, cache_dir: Path, *, adapter: str | None = None) -> Policy:
+    """The run's policy at version 0, where its `warm_start` says it starts: fresh, an earlier run's final
+    policy, or (an LM) a stored warm start. `adapter` (a folder) overrides the LM's starting adapter: the
+    warm start a run's own fine-tuning stored (webapp.runs.warmstarts.run_fine_tune)."""
+    policy = new_policy(config, cache_dir, adapter=adapter)
+    if config.warm_start_run_id is not None:
+        warm_start(policy, storage.run_checkpoints(config.warm_start_run_id))
+        policy.version = 0
+    return policy
+
+
+def start_policy(
+    run_id: int, config: RunConfig, tasks: list[TaskInfo], competitions: list[Competition],
+    executor: Executor, *, resuming: bool,
+) -> Policy:  # fmt: skip
+    """The policy the loop starts (or resumes) with. A run that fine-tunes before RL does so now, unless it
+    resumes from a checkpoint (which holds the tuned adapter) or its warm start was already stored (the
+    supervisor died between fine-tuning and the first checkpoint)."""
+    if not config.fine_tunes or resuming:
+        return build_policy(config, models_dir())
+    stored = selectors.warm_start_dir(name_or_path=warmstarts.run_warm_start_name(run_id))
+    if stored.exists():
+        return build_policy(config, models_dir(), adapter=str(stored))
+    policy = build_policy(config, models_dir())
+    warmstarts.run_fine_tune(
+        run_id=run_id, config=config, policy=policy, tasks=tasks, competitions=competitions, executor=executor
+    )
+    return policy
+
+
+def new_policy(config: RunConfig, cache_dir: Path, *, adapter: str | None = None) -> Policy:
     if config.policy == "grammar":
         from rl_core.policies.grammar import GrammarPolicy
 
         return GrammarPolicy()
     from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 
-    model, adapter_path = config.model, None
-    if config.warm_start:
+    model, adapter_path = config.model, adapter
+    if config.warm_start and config.warm_start_run_id is None:
         source = warm_start_source(selectors.warm_start_dir(name_or_path=config.warm_start))
         model, adapter_path = source.model or config.model, source.adapter_path
-    return LMPolicy(
-        LMPolicyConfig(model=model, cache_dir=str(cache_dir), seed=config.seed, adapter_path=adapter_path)
-    )
+    lm_config = LMPolicyConfig(
+        model=model, cache_dir=str(cache_dir), seed=config.seed, adapter_path=adapter_path,
+        temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+    )  # fmt: skip
+    return LMPolicy(lm_config)
 
 
 def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, str] | None:
-    """slug -> the simplest grammar program, when the run seeds its improve pools (`seed_baseline`)."""
+    """slug -> the baseline response to seed each improve pool with (`seed_baseline`): the user's
+    `baseline_program`, or else the simplest grammar program of the competition."""
     if not config.seed_baseline:
         return None
+    from rl_core.demonstrations import format_response
     from rl_core.policies.grammar import simplest_program
 
+    if config.baseline_program.strip():
+        response = format_response("The baseline program given with the run.", config.baseline_program)
+        return {task.slug: response for task in tasks}
     return {task.slug: simplest_program(task) for task in tasks}
 
 
@@ -74,6 +106,7 @@ def learner_config(config: RunConfig) -> LearnerConfig:
         objective=config.objective,
         lr=config.lr,
         entropy_coef=config.entropy_coef,
+        kl_coef=config.kl_coef,
         duration_aware=config.duration_aware,
         advantage=config.advantage,
         seed=config.seed,
@@ -94,10 +127,10 @@ def loop_config(config: RunConfig) -> LoopConfig:
 
 def local_executor(config: RunConfig, competitions: list[Competition], scratch: Path) -> Executor:
     tasks = {c.slug: competition_task_files(competition=c) for c in competitions}
-    reward = RewardConfig(preset=config.reward_preset)
     return LocalExecutor(
-        tasks, capacity=config.actors, scratch_root=scratch, reward=reward, instrument=config.instrument
-    )
+        tasks, capacity=config.actors, scratch_root=scratch, reward=config.reward_config(),
+        instrument=config.instrument,
+    )  # fmt: skip
 
 
 class PersistingObserver:
@@ -178,16 +211,17 @@ def run_supervise(
     run = Run.objects.get(id=run_id)
     config = RunConfig.from_dict(run.config)
     competitions = list(run.competitions.order_by("slug"))
-    root = run_dir(run_id)
-    checkpoints = root / "checkpoints"
+    root = storage.run_root(run_id)
+    checkpoints = storage.run_checkpoints(run_id)
     checkpoints.mkdir(parents=True, exist_ok=True)
     observer = PersistingObserver(run, {c.slug: c for c in competitions})
     outer = observer_wrapper(observer) if observer_wrapper else observer
     executor = executor or local_executor(config, competitions, root / "attempts")
+    resuming = latest_checkpoint(checkpoints) is not None
     services.run_set_status(run_id=run_id, status=Run.Status.RUNNING)
     try:
-        policy = build_policy(config, models_dir())
         tasks = [competition_task_info(competition=c) for c in competitions]
+        policy = start_policy(run_id, config, tasks, competitions, executor, resuming=resuming)
         summary = run_loop(
             policy=policy,
             learner=Learner(policy, learner_config(config)),
@@ -196,7 +230,7 @@ def run_supervise(
             config=loop_config(config),
             observer=outer,
             checkpoints=checkpoints,
-            resume=checkpoints if latest_checkpoint(checkpoints) is not None else None,
+            resume=checkpoints if resuming else None,
             baselines=baseline_responses(config, tasks),
         )
     except RunCancelled:

@@ -3,9 +3,13 @@ the run and attempt pages; the competition page's leaderboard and start button."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 
+from webapp.runs import services
+from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -121,3 +125,65 @@ def test_the_competition_page_lists_the_runs_on_it_best_first(
     response = as_user(owner).get(reverse("competitions:detail", args=[competition.slug]))
     content = response.content.decode()
     assert content.index(f"#{other_run.id} ") < content.index(f"#{run.id} ") and 'id="start-run"' in content
+
+
+def stored_warm_start(data_dir, name: str, competitions: list[str]) -> None:
+    folder = data_dir / "adapters" / name
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text("{}")
+    manifest = {
+        "kind": "lora", "base_model": "smollm2-135m", "competitions": competitions, "demonstrations": 8,
+        "by_source": {"grammar": 8}, "by_kind": {"solve": 8}, "steps": 16, "loss_first": 1.2,
+        "loss_last": 0.3, "created_at": "2026-12-01T10:00:00+00:00",
+    }  # fmt: skip
+    (folder / "warmstart.json").write_text(json.dumps(manifest))
+
+
+def test_the_form_starts_an_lm_run_that_fine_tunes_first_with_its_reward_settings(
+    as_user, owner, competition
+):
+    data = start_form(
+        competition, policy="lm", lr=1e-5, warm_start_demos=12, imitate_runs="", seed_baseline="on",
+        baseline_program="print('baseline')\n", failure_reward=-2, credit_per_stage=0.05, reward_mode="score",
+        kl_coef=0.1, temperature=0.9, max_new_tokens=512,
+    )  # fmt: skip
+    as_user(owner).post(reverse("dashboards:run_start"), data)
+    config = Run.objects.get().config
+    assert (config["warm_start_demos"], config["seed_baseline"], config["baseline_program"]) == (
+        12, True, "print('baseline')\n",
+    )  # fmt: skip
+    assert (config["failure_reward"], config["credit_per_stage"], config["kl_coef"]) == (-2.0, 0.05, 0.1)
+    assert (config["temperature"], config["max_new_tokens"]) == (0.9, 512)
+
+
+def test_the_form_offers_the_warm_starts_the_user_may_use(as_user, owner, competition, data_dir):
+    stored_warm_start(data_dir, "mine", [competition.slug])
+    stored_warm_start(data_dir, "theirs", ["a-private-competition-of-someone-else"])
+    choices = dict(
+        as_user(owner).get(reverse("dashboards:run_start")).context["form"].fields["warm_start"].choices
+    )
+    assert "mine" in choices and "theirs" not in choices and choices[""] == "fresh (no warm start)"
+
+
+def test_a_clone_keeps_what_the_form_does_not_show_and_can_change_the_warm_start(
+    as_user, owner, competition, data_dir
+):
+    stored_warm_start(data_dir, "mine", [competition.slug])
+    source = services.run_create(
+        owner=owner, competitions=[competition], policy="lm",
+        config=RunConfig(policy="lm", lr=1e-5, checkpoint_every=5, warm_start="mine").to_dict(),
+    )  # fmt: skip
+    form = as_user(owner).get(reverse("dashboards:run_clone", args=[source.id])).context["form"]
+    assert form.initial["warm_start"] == "mine"
+    data = start_form(competition, policy="lm", lr=1e-5, warm_start="")
+    as_user(owner).post(reverse("dashboards:run_clone", args=[source.id]), data)
+    clone = Run.objects.exclude(id=source.id).get()
+    assert (clone.config["checkpoint_every"], clone.config["warm_start"]) == (5, "")
+
+
+def test_the_warm_starts_page_lists_what_each_was_trained_on(as_user, owner, competition, data_dir):
+    stored_warm_start(data_dir, "mine", [competition.slug])
+    stored_warm_start(data_dir, "theirs", ["a-private-competition-of-someone-else"])
+    page = as_user(owner).get(reverse("dashboards:warm_starts")).content.decode()
+    assert "mine" in page and competition.slug in page and "1.200 → 0.300" in page and "theirs" not in page
+    assert "?warm_start=mine" in page

@@ -164,3 +164,40 @@ def test_the_openapi_schema_describes_every_endpoint_of_design_section_7(api):
 def test_the_api_reference_page_lists_the_operations(client):
     content = client.get(reverse("dashboards:api_reference")).content.decode()
     assert "/api/runs/{run_id}/attempts/" in content and "ordering" in content
+
+
+def test_a_competition_uploaded_through_the_api_is_created_and_a_bad_one_stores_nothing(
+    api, owner, make_bundle, make_zip, tmp_path, data_dir
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from webapp.competitions.models import Competition
+
+    api.force_authenticate(owner)
+    good = make_zip(make_bundle(), tmp_path / "good.zip").read_bytes()
+    response = api.post("/api/competitions/upload/", {"files": [SimpleUploadedFile("good.zip", good)]})
+    assert response.status_code == 201 and response.json()["slug"] == "tiny-churn"
+    bad = make_zip(
+        make_bundle(spec={"slug": "bad-one", "metric": "vibes"}), tmp_path / "bad.zip"
+    ).read_bytes()
+    response = api.post("/api/competitions/upload/", {"files": [SimpleUploadedFile("bad.zip", bad)]})
+    assert response.status_code == 400 and "vibes" in response.json()["error"]
+    assert list(Competition.objects.values_list("slug", flat=True)) == ["tiny-churn"]
+    assert not (data_dir / "competitions" / "bad-one").exists()
+
+
+def test_the_warm_starts_endpoint_lists_those_the_user_may_use_without_server_paths(
+    api, owner, competition, data_dir
+):
+    import json
+
+    for name, slugs in (("mine", [competition.slug]), ("theirs", ["someone-elses-private-data"])):
+        folder = data_dir / "adapters" / name
+        folder.mkdir(parents=True)
+        (folder / "adapter_config.json").write_text("{}")
+        (folder / "warmstart.json").write_text(json.dumps({"competitions": slugs, "losses": [1.0, 0.5]}))
+    api.force_authenticate(owner)
+    results = api.get("/api/warmstarts/").json()["results"]
+    assert (
+        [w["name"] for w in results] == ["mine"] and "path" not in results[0] and "losses" not in results[0]
+    )

@@ -73,6 +73,22 @@ def test_a_duplicate_result_is_stored_once(run):
     assert Attempt.objects.get().staleness == 1
 
 
+def test_nul_characters_from_a_program_or_a_model_are_stored_as_replacement_characters(run):
+    """PostgreSQL cannot store NUL in text or jsonb; a program printing one must not fail its run."""
+    services.attempt_start(
+        run_id=run.id, key="0-0", competition=run.competitions.get(), policy_version=0,
+        sample_fields={**SAMPLE, "response": "plan\x00", "info": {"note": "\x00"}},
+    )  # fmt: skip
+    result = {**RESULT, "stdout_tail": "out\x00put", "stderr_tail": "\x00", "program": "print('\x00')"}
+    attempt = services.attempt_finish(run_id=run.id, key="0-0", result=result, staleness=0)
+    attempt.refresh_from_db()
+    assert (attempt.response, attempt.info["note"], attempt.stdout_tail) == (
+        "plan\ufffd",
+        "\ufffd",
+        "out\ufffdput",
+    )
+
+
 def test_the_best_score_follows_the_metric_direction(run):
     for i, score in enumerate([0.5, 0.75, 0.25]):
         start(run, key=f"0-{i}")

@@ -6,16 +6,14 @@ import json
 from io import StringIO
 
 import pytest
-import torch
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from rl_core.adapters import read_manifest
 from rl_core.demonstrations import grammar_pool_responses
 from rl_core.policy import Prompt
 from rl_core.prompts import SYSTEM_PROMPT, user_message
+from rl_core.testing import save_tiny_llama
 from webapp.competitions.agent_inputs import competition_task_info
 from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import selectors, services
@@ -25,10 +23,6 @@ from webapp.runs.models import Run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 PROGRAM = "import pandas as pd\nprint('a program that once scored well')\n"
 
 
@@ -46,29 +40,7 @@ def tiny_model(tmp_path, iris) -> str:
         user_message(Prompt(task, "solve")),
         *grammar_pool_responses([task], 6)["iris-species"],
     ]
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    specials = ["<|im_start|>", "<|im_end|>", "<pad>"]
-    trainer = trainers.BpeTrainer(
-        vocab_size=1200, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    backend.train_from_iterator(corpus, trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<pad>"
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    folder = tmp_path / "tiny-llama"
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+    return save_tiny_llama(tmp_path / "tiny-llama", corpus)
 
 
 @pytest.fixture
@@ -134,13 +106,10 @@ def test_a_run_can_start_from_a_stored_warm_start_and_takes_its_base_model(iris,
 
 
 def train_options(slugs, **overrides) -> dict:
-    options = {
-        "slugs": slugs, "policy": "grammar", "model": None, "warm_start": "", "seed_baseline": False,
-        "attempts": 4, "actors": 1, "batch": 2, "sync": False, "no_duration_aware": False,
-        "no_instrumentation": False, "reward_preset": "normalized", "lr": None, "seed": 0, "owner": None,
-        "public": False,
-    }  # fmt: skip
-    return options | overrides
+    """`manage.py train SLUG ...`'s options as its parser gives them, with `overrides`."""
+    from webapp.runs.management.commands.train import Command
+
+    return vars(Command().create_parser("manage.py", "train").parse_args(slugs)) | overrides
 
 
 @pytest.mark.parametrize(
@@ -172,7 +141,7 @@ def test_a_name_already_taken_is_refused_before_any_work(iris, data_dir):
 def test_train_refuses_a_warm_start_that_does_not_exist_or_a_policy_that_is_not_an_lm(iris):
     with pytest.raises(CommandError, match=r"--warm-start: .*holds no warm start"):
         create_run(train_options(["iris-species"], policy="lm", warm_start="missing"))
-    with pytest.raises(CommandError, match="warm_start needs policy 'lm'"):
+    with pytest.raises(CommandError, match="a grammar run can only start from an earlier run"):
         create_run(train_options(["iris-species"], warm_start="missing"))
     assert not Run.objects.exists()
 

@@ -118,9 +118,26 @@
     react("chart-staleness", ["charts/staleness_mean", "charts/staleness_max"].map((k) => byVersion(steps, k)),
       layout("Staleness", "policy version", "versions"));
     react("chart-weights", [byVersion(steps, "charts/duration_weight_max")], layout("Duration weights (max Δt/mean Δt)", "policy version", "weight"));
+    if ($("chart-tokens")) react("chart-tokens", [byVersion(steps, "charts/tokens_per_s")], layout("Generation speed", "policy version", "tokens / s"));
+    drawWarmStart();
     window.practicum.charts += 1;
     drawStats();
     if (page === 1) drawTable(all.slice(-PAGE_SIZE).reverse());
+  }
+
+  // The warm-start phase (fine-tuning before RL): a progress bar over its steps and the loss of each step.
+  function drawWarmStart() {
+    const progress = (state.run && state.run.warm_start) || {};
+    if (!progress.status) return;
+    $("warm-start").hidden = false;
+    const losses = progress.losses || [];
+    $("warm-start-bar").max = progress.total || 1;
+    $("warm-start-bar").value = progress.status === "done" ? progress.total || 1 : progress.step || 0;
+    $("warm-start-label").textContent = progress.status === "done"
+      ? `done in ${fmt(progress.wall_s, 0)} s: ${progress.demonstrations} demonstrations, ${progress.total} steps, loss ${fmt(losses[0], 3)} → ${fmt(losses[losses.length - 1], 3)}; stored as warm start "${progress.adapter}"`
+      : `${progress.phase}${progress.total ? `: step ${progress.step} of ${progress.total}` : ""}${progress.message ? ` · ${progress.message}` : ""}`;
+    react("chart-warm-start", [{ x: losses.map((_, i) => i + 1), y: losses, mode: losses.length > 100 ? "lines" : "lines+markers", name: "loss" }],
+      layout("Demonstration loss per step", "step", "token NLL (nats)"));
   }
 
   function startTime(done) {

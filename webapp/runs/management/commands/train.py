@@ -1,27 +1,41 @@
-"""`manage.py train SLUG [SLUG ...] [--policy grammar|lm] [--model NAME_OR_PATH]
-[--warm-start NAME_OR_PATH] [--seed-baseline] [--attempts N] [--actors K] [--batch B] [--sync]
-[--no-duration-aware] [--no-instrumentation] [--seed S] [--owner USERNAME]`
+"""`manage.py train SLUG [SLUG ...] [--policy grammar|lm] [--model NAME_OR_PATH] [--attempts N] [--actors K]
+[--batch B] [--sync] [--no-duration-aware] [--no-instrumentation] [--seed S] [--owner USERNAME] ...`
 
 Creates a run, drives it in the foreground with a progress bar on stderr, and prints its summary:
-{"run_id", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s"}. Several slugs train one
-policy on several competitions at once. `--resume RUN_ID` continues a run from its newest checkpoint.
-`--warm-start` starts an LM from a warm start of `manage.py warmstart` (a name under
-PRACTICUM_DATA_DIR/adapters, or a folder; the model defaults to the one it was trained from);
-`--seed-baseline` seeds each competition's improve pool with the simplest grammar program when it is valid.
+{"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s"}. Several slugs
+train one policy on several competitions at once. `--resume RUN_ID` continues a run from its newest
+checkpoint. Where the policy starts: `--warm-start run:ID` (an earlier run's final policy) or, for an LM, a
+stored warm start (`manage.py warmstart`; a name under PRACTICUM_DATA_DIR/adapters or a folder; the model
+defaults to the one it was trained from), or `--warm-start-demos N [--imitate-runs ID ...]` to fine-tune on
+demonstrations first. `--seed-baseline [--baseline-program FILE]` seeds each competition's improve pool with
+a baseline program (default: the simplest grammar program) when it is valid. Every other RunConfig field has
+an option too (`--help`). Exit 2 with one line on stderr for bad input.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
-from rl_core.adapters import read_manifest, warm_start_source
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
-from webapp.runs import selectors, services
-from webapp.runs.config import RunConfig
+from webapp.runs import services, warmstarts
+from webapp.runs.config import RunConfig, run_ids
 from webapp.runs.models import Run
+
+DEFAULTS = RunConfig()
+CHOICES = {
+    "reward_preset": ("normalized", "paper"), "reward_mode": ("score", "percentile"),
+    "objective": ("ppo", "reinforce"), "advantage": ("running_mean", "group_mean", "batch_normalized"),
+}  # fmt: skip
+NUMBERS = {
+    "attempts": int, "actors": int, "batch": int, "warm_start_demos": int, "max_new_tokens": int,
+    "checkpoint_every": int, "improve_prob": float, "entropy_coef": float, "kl_coef": float,
+    "temperature": float, "credit_per_stage": float, "failure_reward": float,
+}  # fmt: skip
+"""RunConfig fields given as options of the same name (dashes for underscores), with their types."""
 
 
 class Command(JsonCommand):
@@ -30,17 +44,22 @@ class Command(JsonCommand):
     def add_arguments(self, parser):
         parser.add_argument("slugs", nargs="*", metavar="SLUG")
         parser.add_argument("--policy", choices=["grammar", "lm"], default="grammar")
-        parser.add_argument("--model", default=None, help=f"default: {RunConfig.model}, or the warm start's")
-        parser.add_argument("--warm-start", default="", metavar="NAME_OR_PATH", help="LM: start from it")
+        parser.add_argument("--model", default=None, help=f"default: {DEFAULTS.model}, or the warm start's")
+        parser.add_argument("--warm-start", default="", metavar="run:ID|NAME|PATH", help="where to start")
+        parser.add_argument("--imitate-runs", type=int, nargs="+", default=[], metavar="ID")
         parser.add_argument("--seed-baseline", action="store_true", help="seed improve pools with a baseline")
-        parser.add_argument("--attempts", type=int, default=RunConfig.attempts)
-        parser.add_argument("--actors", type=int, default=RunConfig.actors)
-        parser.add_argument("--batch", type=int, default=RunConfig.batch)
+        parser.add_argument("--baseline-program", type=Path, metavar="FILE", help="the baseline to seed with")
+        for name, kind in NUMBERS.items():
+            default = getattr(DEFAULTS, name)
+            parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
+        for name, options in CHOICES.items():
+            parser.add_argument(
+                f"--{name.replace('_', '-')}", choices=options, default=getattr(DEFAULTS, name)
+            )
         parser.add_argument("--sync", action="store_true")
         parser.add_argument("--no-duration-aware", action="store_true")
         parser.add_argument("--no-instrumentation", action="store_true")
-        parser.add_argument("--reward-preset", choices=["normalized", "paper"], default="normalized")
-        parser.add_argument("--lr", type=float, default=None)
+        parser.add_argument("--lr", type=float, default=None, help="default: 0.05 grammar, 1e-5 lm")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--owner", help="username owning the run (default: none)")
         parser.add_argument("--public", action="store_true")
@@ -73,46 +92,79 @@ class Command(JsonCommand):
 
 
 def create_run(options) -> Run:
-    if not options["slugs"]:
-        raise BadInput("SLUG: name at least one competition.")
-    competitions = list(Competition.objects.filter(slug__in=options["slugs"]))
-    missing = sorted(set(options["slugs"]) - {c.slug for c in competitions})
-    if missing:
-        raise BadInput(f"SLUG: no competition called {', '.join(missing)}.")
-    owner = None
-    if options["owner"]:
-        owner = get_user_model().objects.filter(username=options["owner"]).first()
-        if owner is None:
-            raise BadInput(f"--owner: no user called {options['owner']!r}.")
-    raw = {
-        "policy": options["policy"],
-        "model": options["model"] or warm_start_model(options["warm_start"]) or RunConfig.model,
-        "warm_start": options["warm_start"],
-        "seed_baseline": options["seed_baseline"],
-        "attempts": options["attempts"],
-        "actors": options["actors"],
-        "batch": options["batch"],
-        "sync": options["sync"],
-        "duration_aware": not options["no_duration_aware"],
-        "instrument": not options["no_instrumentation"],
-        "reward_preset": options["reward_preset"],
-        "seed": options["seed"],
-    }
-    if options["lr"] is not None:
-        raw["lr"] = options["lr"]
-    elif options["policy"] == "lm":
-        raw["lr"] = 1e-5
+    """The run the options describe, created (admitted under the owner's quotas); BadInput naming what
+    is wrong otherwise."""
+    competitions = check_competitions(options["slugs"])
+    owner = check_owner(options["owner"])
     try:
-        config = RunConfig.from_dict(raw)
-    except ValueError as error:
-        raise BadInput(str(error)) from None
-    check_warm_start(config)
-    try:
+        config = RunConfig.from_dict(config_fields(options))
         return services.run_admit_create(
             owner=owner, competitions=competitions, config=config.to_dict(), is_public=options["public"]
         )
-    except ValueError as error:  # a quota refusal
-        raise BadInput(str(error)) from None
+    except ValueError as error:  # a bad field, a warm start that does not fit, or a quota refusal
+        raise BadInput(option_message(str(error))) from None
+
+
+def option_message(message: str) -> str:
+    """A RunConfig error in the options' words.
+
+    >>> option_message("config: warm_start: x holds no warm start."), option_message("quota")
+    ('--warm-start: x holds no warm start.', 'quota')
+    """
+    if not message.startswith("config: "):
+        return message
+    rest = message.removeprefix("config: ")
+    field = rest.split(" ", 1)[0].rstrip(":")
+    return f"--{field.replace('_', '-')}: {rest.removeprefix(field + ':').strip()}"
+
+
+def config_fields(options) -> dict:
+    """The RunConfig fields the options set."""
+    raw = {name: options[name] for name in (*NUMBERS, *CHOICES)}
+    raw |= {
+        "policy": options["policy"],
+        "model": options["model"] or warmstarts.warm_start_model(options["warm_start"]) or DEFAULTS.model,
+        "warm_start": options["warm_start"],
+        "imitate_runs": run_ids(options["imitate_runs"]),
+        "seed_baseline": options["seed_baseline"],
+        "baseline_program": read_program(options["baseline_program"]),
+        "sync": options["sync"],
+        "duration_aware": not options["no_duration_aware"],
+        "instrument": not options["no_instrumentation"],
+        "seed": options["seed"],
+        "lr": options["lr"]
+        if options["lr"] is not None
+        else (1e-5 if options["policy"] == "lm" else DEFAULTS.lr),
+    }
+    return raw
+
+
+def check_competitions(slugs: list[str]) -> list[Competition]:
+    if not slugs:
+        raise BadInput("SLUG: name at least one competition.")
+    competitions = list(Competition.objects.filter(slug__in=slugs))
+    missing = sorted(set(slugs) - {c.slug for c in competitions})
+    if missing:
+        raise BadInput(f"SLUG: no competition called {', '.join(missing)}.")
+    return competitions
+
+
+def check_owner(username: str | None):
+    if not username:
+        return None
+    owner = get_user_model().objects.filter(username=username).first()
+    if owner is None:
+        raise BadInput(f"--owner: no user called {username!r}.")
+    return owner
+
+
+def read_program(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInput(f"--baseline-program: cannot read {path} ({error}).") from None
 
 
 def resume_run(run_id: int) -> Run:
@@ -122,30 +174,3 @@ def resume_run(run_id: int) -> Run:
     if not run.is_active:
         raise BadInput(f"--resume: run {run_id} is {run.status}; only queued or running runs resume.")
     return run
-
-
-def warm_start_model(name_or_path: str) -> str | None:
-    """The model a warm start was trained from, per its manifest (None when there is none to read)."""
-    if not name_or_path:
-        return None
-    try:
-        manifest = read_manifest(selectors.warm_start_dir(name_or_path=name_or_path))
-    except ValueError:
-        return None  # a bad name; check_warm_start says so
-    return (manifest or {}).get("base_model")
-
-
-def check_warm_start(config: RunConfig) -> None:
-    """BadInput unless the config's warm start exists and, for an adapter, was trained on its model."""
-    if not config.warm_start:
-        return
-    try:
-        folder = selectors.warm_start_dir(name_or_path=config.warm_start)
-        source = warm_start_source(folder)
-    except (ValueError, FileNotFoundError) as error:
-        raise BadInput(f"--warm-start: {error}") from None
-    if source.adapter_path and source.base_model and source.base_model != config.model:
-        raise BadInput(
-            f"--warm-start: {config.warm_start!r} adapts {source.base_model!r}, "
-            f"not the run's model {config.model!r}."
-        )

@@ -1,0 +1,57 @@
+"""RunConfig: every setting a run has, checked without a database; each refusal names its field."""
+
+from __future__ import annotations
+
+import pytest
+
+from webapp.runs.config import RunConfig
+
+
+def test_a_stored_config_round_trips_through_json_shapes():
+    config = RunConfig(policy="lm", imitate_runs=(3, 5), failure_reward=-2.0, kl_coef=0.05)
+    data = config.to_dict()
+    assert data["imitate_runs"] == [3, 5]  # a list, as JSON stores it
+    assert RunConfig.from_dict(data) == config
+
+
+def test_the_reward_settings_become_rl_cores_reward_config():
+    reward = RunConfig(reward_preset="paper", credit_per_stage=0.2, reward_mode="percentile").reward_config()
+    assert (reward.preset, reward.failure, reward.credit_per_stage) == ("paper", -10.0, 0.2)
+    assert reward.mode == "percentile"
+    assert RunConfig(failure_reward=-3.0).reward_config().failure == -3.0
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"batch": 0}, "config: batch must be positive, not 0."),
+        ({"temperature": 0.0}, "config: temperature must be positive"),
+        ({"kl_coef": -0.1}, "config: kl_coef must be 0 or more"),
+        ({"reward_mode": "vibes"}, "config: reward_mode must be 'score' or 'percentile', not 'vibes'."),
+        ({"advantage": "none"}, "config: advantage must be"),
+        ({"failure_reward": float("nan")}, "config: failure_reward must be a finite number"),
+        ({"warm_start_demos": 8}, "config: warm_start_demos needs policy 'lm'"),
+        ({"imitate_runs": [1]}, "config: imitate_runs needs policy 'lm'"),
+        ({"imitate_runs": "1, x", "policy": "lm"}, "config: imitate_runs must be run ids"),
+        ({"warm_start": "some-adapter"}, "a grammar run can only start from an earlier run ('run:ID')"),
+        ({"warm_start": "run:abc"}, "config: warm_start must be 'run:' and a run id"),
+        ({"policy": "lm", "warm_start": "w", "warm_start_demos": 4}, "leave warm_start empty"),
+        ({"colour": "blue"}, "config: unknown field 'colour'."),
+    ],
+)
+def test_a_bad_setting_is_refused_naming_its_field(fields, message):
+    with pytest.raises(ValueError) as refused:
+        RunConfig.from_dict(fields)
+    assert str(refused.value).startswith("config: ") and message in str(refused.value)
+
+
+def test_a_run_may_start_from_an_earlier_runs_final_policy_whatever_its_policy():
+    assert RunConfig.from_dict({"warm_start": "run:12"}).warm_start_run_id == 12
+    assert RunConfig.from_dict({"policy": "lm", "warm_start": "run:7"}).warm_start_run_id == 7
+    assert RunConfig.from_dict({"policy": "lm", "warm_start": "stored-adapter"}).warm_start_run_id is None
+
+
+def test_only_demonstrations_or_runs_to_imitate_make_a_run_fine_tune_first():
+    assert RunConfig(policy="lm", warm_start_demos=4).fine_tunes
+    assert RunConfig(policy="lm", imitate_runs=(2,)).fine_tunes
+    assert not RunConfig(policy="lm", warm_start="stored").fine_tunes
