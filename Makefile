@@ -1,5 +1,6 @@
 # Practicum's commands. Every target uses the virtualenv at .venv, creating it on first use.
 #   make demo   - the dashboard and a live run on a bundled competition, on embedded defaults
+#   make demo-lm - the same with the embedded language model (SmolLM2-135M), warm-started first
 #   make test   - the whole suite against real PostgreSQL and Redis (started or installed as needed)
 #   make lint   - ruff, mypy and the import boundaries
 #   make bench  - the benchmarks (slow); BENCH_ARGS=--quick for a short pass
@@ -16,7 +17,7 @@ TEST_DATABASE_URL ?= postgresql://practicum:practicum@127.0.0.1:5432/practicum
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 BENCH_ARGS ?=
 
-.PHONY: install system services test lint bench demo worker-sandbox worker-gpu worker-sandbox-gpu clean
+.PHONY: install system services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu clean
 
 install: $(STAMP)
 
@@ -44,11 +45,15 @@ lint: install
 	$(VENV)/bin/mypy rl_core webapp workers
 
 bench: install
-	for b in bench/*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) --json var/bench/$$(basename $$b .py).json || exit 1; done
+	for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) --json var/bench/$$(basename $$b .py).json || exit 1; done
 
 demo: install system
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
+
+demo-lm: install system
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo --policy lm
 
 # Cluster workers (docs/operations.md): each needs DATABASE_URL, REDIS_URL and a shared PRACTICUM_DATA_DIR.
 SANDBOX_CONCURRENCY ?= 2

@@ -123,8 +123,8 @@ class BundledTask:
 
 
 def bundled_tasks(slugs: Sequence[str], data_dir: Path) -> list[BundledTask]:
-    """Build and import the bundled competitions `slugs` into a throw-away SQLite database and data folder
-    under `data_dir` (no service needed), and return them as rl_core inputs, in order."""
+    """Build and import the bundled competitions `slugs` into an SQLite database and data folder under
+    `data_dir` (no service needed; those already there are reused), and return them as rl_core inputs."""
     os.environ["PRACTICUM_DATA_DIR"] = str(data_dir)
     os.environ["DATABASE_URL"] = f"sqlite:///{data_dir / 'bench.db'}"
     os.environ.pop("REDIS_URL", None)
@@ -136,9 +136,10 @@ def bundled_tasks(slugs: Sequence[str], data_dir: Path) -> list[BundledTask]:
 
     from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
     from webapp.competitions.management.commands.seed_competitions import seed_one
+    from webapp.competitions.models import Competition
 
     call_command("migrate", verbosity=0)
-    competitions = [seed_one(slug) for slug in slugs]
+    competitions = [Competition.objects.filter(slug=slug).first() or seed_one(slug) for slug in slugs]
     return [
         BundledTask(competition_task_files(competition=c), competition_task_info(competition=c))
         for c in competitions

@@ -27,6 +27,7 @@ import torch
 
 from rl_core.policies.grammar import GrammarPolicy, simplest_program
 from rl_core.policy import PreviousSolution, Prompt, TaskInfo
+from rl_core.prompts import PromptStyle, strip_comments
 from rl_core.responses import parse_response
 
 GRAMMAR_SOURCE = "grammar"
@@ -63,10 +64,28 @@ def format_response(plan: str, code: str) -> str:
     return f"{plan.strip()}\n\n{block}" if plan.strip() else block
 
 
-def canonical_response(text: str) -> str | None:
-    """`text` rewritten by `format_response`, or None when it does not hold exactly one Python block."""
+def canonical_response(text: str, *, style: PromptStyle = "full") -> str | None:
+    """`text` rewritten by `format_response` (for the compact style: `compact_response`), or None when it
+    does not hold exactly one Python block."""
     parsed = parse_response(text)
-    return None if parsed.code is None else format_response(parsed.plan, parsed.code)
+    if parsed.code is None:
+        return None
+    if style == "compact":
+        return compact_response(parsed.plan, parsed.code)
+    return format_response(parsed.plan, parsed.code)
+
+
+def compact_response(plan: str, code: str) -> str:
+    """A response for the compact prompt style: the plan's sentence about the program (or its first
+    sentence), then the program without comments or blank lines (the same program: `ast.unparse`).
+
+    >>> compact_response("Plan: a task. The program fits a tree. Done.", "x = 1  # one\\n")
+    'The program fits a tree.\\n\\n```python\\nx = 1\\n```'
+    """
+    sentences = [s.strip() for s in plan.replace("\n", " ").split(". ") if s.strip()]
+    chosen = next((s for s in sentences if s.startswith("The program")), sentences[0] if sentences else "")
+    chosen = chosen if not chosen or chosen.endswith(".") else chosen + "."
+    return format_response(chosen, strip_comments(code))
 
 
 def split_count(count: int, parts: int) -> list[int]:
@@ -99,6 +118,7 @@ def grammar_demonstrations(
     pools: Mapping[str, Sequence[PreviousSolution]] | None = None,
     improve_share: float = 0.5,
     seed: int = 0,
+    style: PromptStyle = "full",
 ) -> list[Demonstration]:
     """`count` GrammarPolicy demonstrations, split evenly over `tasks` (their `features` must be filled).
 
@@ -107,6 +127,8 @@ def grammar_demonstrations(
             round(share x improve_share) improve demonstrations, the earlier solutions taken in turn; a
             task without one gets only solve demonstrations.
         seed: seeds the GrammarPolicy's draws (the same arguments give the same demonstrations).
+        style: the prompt style the LM will be asked in; compact responses drop comments and most of the
+            plan (`compact_response`).
     Returns:
         Per task, its solve demonstrations, then its improve demonstrations.
     """
@@ -121,7 +143,7 @@ def grammar_demonstrations(
             Prompt(task=task, kind="improve", previous=earlier[i % len(earlier)]) for i in range(improves)
         ]
         for sample in policy.sample(prompts, generator=generator):
-            response = canonical_response(sample.response)
+            response = canonical_response(sample.response, style=style)
             if response is not None:
                 demonstrations.append(Demonstration(sample.prompt, response, GRAMMAR_SOURCE))
     return demonstrations

@@ -10,13 +10,24 @@ program (what `rl_core.responses.parse_response` accepts).
 
 Long fields are cut to `PromptLimits` characters (keeping the head of a description and a preview, the
 tail of an output), so a prompt stays within a small model's context; the policy still caps the tokens.
+
+Two styles (`PromptStyle`). ``"full"`` is the above, the paper's kind of prompt (about 1,600 tokens for a
+bundled competition). ``"compact"`` is for small models on a CPU (about 300 tokens): the task as facts from
+`TaskInfo.features` (task type, row counts, the columns by kind, missing values, what to submit, the
+metric) instead of the description and data preview, and an improve prompt that shows the earlier program
+first (without comments) and asks for the whole program back with one change. bench/lm_valid_rate.py
+measures the two against each other (valid rate, seconds per attempt); its numbers chose the default.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from rl_core.policy import PreviousSolution, Prompt, TaskInfo
+
+PromptStyle = Literal["full", "compact"]
 
 INPUT_DIR = "./input/"
 SUBMISSION_PATH = "./submission/submission.csv"
@@ -47,16 +58,21 @@ class PromptLimits:
     """The earlier program's output (its tail is kept: that is where the scores and errors are)."""
 
 
-def build_messages(prompt: Prompt, limits: PromptLimits | None = None) -> list[dict[str, str]]:
+def build_messages(
+    prompt: Prompt, limits: PromptLimits | None = None, *, style: PromptStyle = "full"
+) -> list[dict[str, str]]:
     """The chat messages (system, then user) for `prompt`, ready for ``tokenizer.apply_chat_template``.
 
     Raises:
-        ValueError: an improve prompt without `Prompt.previous`.
+        ValueError: an improve prompt without `Prompt.previous`, or an unknown style.
     """
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": user_message(prompt, limits)},
-    ]
+    if style == "compact":
+        user = compact_message(prompt, limits or PromptLimits())
+    elif style == "full":
+        user = user_message(prompt, limits)
+    else:
+        raise ValueError(f"A prompt style is 'full' or 'compact', not {style!r}.")
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def user_message(prompt: Prompt, limits: PromptLimits | None = None) -> str:
@@ -159,3 +175,88 @@ def clip_tail(text: str, limit: int) -> str:
     '[... truncated]\\ndef'
     """
     return text if len(text) <= limit else TRUNCATED + "\n" + text[len(text) - limit :]
+
+
+# ------------------------------------------------------------------------------------------ compact style
+
+COMPACT_FORMAT = (
+    "Reply with one sentence of plan, then ONE ```python block holding the whole program. It reads "
+    f"{INPUT_DIR}train.csv and {INPUT_DIR}test.csv, writes {SUBMISSION_PATH} (create ./submission/), "
+    "downloads nothing and uses only pandas, numpy, scikit-learn, lightgbm or xgboost."
+)
+
+
+def compact_message(prompt: Prompt, limits: PromptLimits) -> str:
+    """The compact user turn: the task as facts; for improve, the earlier program first."""
+    task = compact_task(prompt.task)
+    if prompt.kind == "solve":
+        return f"Write a Python program for this machine-learning task.\n\n{task}\n\n{COMPACT_FORMAT}"
+    if prompt.previous is None:
+        raise ValueError("An improve prompt needs Prompt.previous, the earlier valid solution to improve.")
+    previous = prompt.previous
+    code = clip_head(strip_comments(previous.code).rstrip(), limits.code_chars)
+    output = clip_tail(previous.output.rstrip(), min(limits.output_chars, 300)) or "(no output)"
+    return (
+        f"This program scores {previous.score:.6g} ({prompt.task.metric}, {direction(prompt.task)}):\n"
+        f"```python\n{code}\n```\nIts output ended with:\n```text\n{output}\n```\n\n{task}\n\n"
+        "Return the whole program with ONE change that should improve the score: one sentence naming the "
+        "change, then the whole program in ONE ```python block."
+    )
+
+
+def compact_task(task: TaskInfo) -> str:
+    """The task in a few lines, from `TaskInfo.features` (the description and preview are left out)."""
+    f, targets = task.features, ", ".join(task.target_columns)
+    lines = [
+        f"Task `{task.slug}`: {f.get('task_type', 'prediction')}. Learn from {f.get('n_rows', '?')} rows of "
+        f"{INPUT_DIR}train.csv; predict `{targets}` for the {f.get('n_test_rows', '?')} rows of "
+        f"{INPUT_DIR}test.csv.",
+        "Columns: " + column_summary(task.id_column, f) + ".",
+        target_line(task, f),
+        f"Write {SUBMISSION_PATH} with the columns {task.id_column}, {submission_columns(task, f)}.",
+        f"Metric: {task.metric} ({direction(task)}). Time limit: {seconds(task.time_limit_s)} s on a CPU.",
+    ]
+    return "\n".join(line for line in lines if line)
+
+
+def column_summary(id_column: str, features: dict[str, Any]) -> str:
+    """The feature columns by kind, e.g. "id `id`; numeric: a, b; categorical: c; 5% of cells missing"."""
+    parts = [f"id `{id_column}`"]
+    for kind in ("numeric", "categorical", "text"):
+        columns = features.get(f"{kind}_columns") or []
+        if columns:
+            parts.append(f"{kind}: {', '.join(columns)}")
+    missing = float(features.get("missing_fraction") or 0.0)
+    if missing > 0:
+        parts.append(f"{missing:.0%} of feature cells missing")
+    return "; ".join(parts)
+
+
+def target_line(task: TaskInfo, features: dict[str, Any]) -> str:
+    """Where the label lives and its classes, for classification tasks ("" otherwise)."""
+    label, classes = features.get("label_column"), features.get("class_labels") or []
+    if not classes:
+        return ""
+    shown = ", ".join(str(c) for c in classes[:12]) + (", ..." if len(classes) > 12 else "")
+    where = f"train.csv holds the label in `{label}`" if label else "the targets are train.csv columns"
+    return f"Classes: {shown} ({where})."
+
+
+def submission_columns(task: TaskInfo, features: dict[str, Any]) -> str:
+    """What the submission holds besides the id: one probability per class, or the targets."""
+    pairs = features.get("class_columns") or []
+    if pairs:
+        return ", ".join(f"{column} (probability of {label})" for column, label in pairs)
+    return ", ".join(task.target_columns)
+
+
+def strip_comments(code: str) -> str:
+    """`code` without comments and blank lines (`ast.unparse`), or unchanged when it does not parse.
+
+    >>> strip_comments("x = 1  # one\\n\\n# done\\nprint(x)\\n")
+    'x = 1\\nprint(x)\\n'
+    """
+    try:
+        return ast.unparse(ast.parse(code)) + "\n"
+    except (SyntaxError, ValueError, RecursionError):
+        return code

@@ -226,6 +226,7 @@ def describe(
         "wall_s": round(result.wall_s, 3),
         "config": asdict(config),
         "prompt": {  # a run should prompt as the demonstrations did
+            "style": policy.config.prompt_style,
             "max_prompt_tokens": policy.config.max_prompt_tokens,
             "max_new_tokens": policy.config.max_new_tokens,
             "limits": asdict(policy.config.prompt_limits),
@@ -283,7 +284,8 @@ def warm_start_policy(
     """
     config = config or WarmStartConfig()
     demos = grammar_demonstrations(
-        tasks, demonstrations, pools=pools, improve_share=improve_share, seed=config.seed
-    )
+        tasks, demonstrations, pools=pools, improve_share=improve_share, seed=config.seed,
+        style=policy.config.prompt_style,
+    )  # fmt: skip
     demos += list(extra)
     return demos, fine_tune(policy, demos, config, progress=progress)

@@ -49,7 +49,7 @@ from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaLis
 
 from rl_core.models import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored
-from rl_core.prompts import PromptLimits, build_messages
+from rl_core.prompts import PromptLimits, PromptStyle, build_messages
 from rl_core.responses import parse_response
 
 
@@ -74,6 +74,9 @@ class LMPolicyConfig:
     a program of up to 1024 tokens on top of the task, hence 2048."""
     prompt_limits: PromptLimits = field(default_factory=PromptLimits)
     """Character budgets of the prompt's long fields."""
+    prompt_style: PromptStyle = "full"
+    """"full" (the paper's kind of prompt) or "compact" (about a fifth of the tokens, for small models on
+    a CPU); see rl_core.prompts. Demonstrations for a warm start are written in the same style."""
     lora_r: int = 16
     """LoRA rank."""
     lora_alpha: int = 32
@@ -283,7 +286,7 @@ class LMPolicy:
 
     def prompt_ids(self, prompt: Prompt) -> list[int]:
         """The prompt's token ids: its chat messages, the template's generation prompt, cut to the limit."""
-        messages = build_messages(prompt, self.config.prompt_limits)
+        messages = build_messages(prompt, self.config.prompt_limits, style=self.config.prompt_style)
         if getattr(self.tokenizer, "chat_template", None):
             text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         else:  # a base model without a template

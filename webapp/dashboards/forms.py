@@ -18,7 +18,7 @@ CONFIG_FIELDS = (
     "policy", "model", "warm_start", "warm_start_demos", "imitate_runs", "seed_baseline", "baseline_program",
     "attempts", "actors", "batch", "sync", "duration_aware", "instrument", "reward_preset", "failure_reward",
     "credit_per_stage", "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef",
-    "advantage", "temperature", "max_new_tokens", "seed",
+    "advantage", "prompt_style", "temperature", "max_new_tokens", "seed",
 )  # fmt: skip
 """The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
@@ -99,6 +99,13 @@ class RunStartForm(forms.Form):
         choices=[(a, a.replace("_", " ")) for a in ("running_mean", "group_mean", "batch_normalized")],
         initial=DEFAULTS.advantage,
     )
+    prompt_style = forms.ChoiceField(
+        required=False, initial=DEFAULTS.prompt_style, label="Prompt style (LM)",
+        choices=[
+            ("compact", "compact (~300 tokens; small models, CPUs)"),
+            ("full", "full (the paper's; ~1,600 tokens)"),
+        ],
+    )  # fmt: skip
     temperature = forms.FloatField(
         required=False, initial=DEFAULTS.temperature, help_text="LM: sampling temperature."
     )

@@ -65,6 +65,8 @@ class WarmStartRequest:
     """Learning rate; None keeps rl_core.warmstart's default (LoRA) or 1e-5 (full)."""
     seed: int = 0
     """Seeds the adapters' initialisation, the grammar draws and the minibatch order."""
+    prompt_style: str = "compact"
+    """The prompt style (rl_core.prompts) the demonstrations are written in; runs must use the same."""
 
 
 # ------------------------------------------------------------------------------------------ checks
@@ -131,6 +133,19 @@ def check_stored_warm_start(config: RunConfig, owner: Any) -> None:
             f"config: warm_start {config.warm_start!r} adapts {source.base_model!r}, "
             f"not the run's model {config.model!r}."
         )
+    style = warm_start_prompt_style(folder)
+    if style and style != config.prompt_style:
+        raise ValueError(
+            f"config: warm_start {config.warm_start!r} learned {style} prompts; "
+            f"set prompt_style to {style!r}."
+        )
+
+
+def warm_start_prompt_style(folder: Path) -> str | None:
+    """The prompt style a stored warm start was trained in (None for one that does not say)."""
+    from rl_core.adapters import read_manifest
+
+    return ((read_manifest(folder) or {}).get("prompt") or {}).get("style")
 
 
 def warm_start_model(name_or_path: str) -> str | None:
@@ -217,6 +232,7 @@ def run_fine_tune(
 
     name = run_warm_start_name(run_id)
     request = WarmStartRequest(
+        prompt_style=config.prompt_style,
         name=name, competitions=competitions, run_ids=config.imitate_runs,
         demonstrations=config.warm_start_demos, model=config.model,
         pool=3 if config.warm_start_demos else 0, seed=config.seed,
@@ -320,7 +336,10 @@ def load_policy(request: WarmStartRequest) -> Any:
     from rl_core.policies.lm import LMPolicy, LMPolicyConfig
     from webapp.runs.supervisor import models_dir
 
-    return LMPolicy(LMPolicyConfig(model=request.model, cache_dir=str(models_dir()), seed=request.seed))
+    config = LMPolicyConfig(
+        model=request.model, cache_dir=str(models_dir()), seed=request.seed, prompt_style=request.prompt_style
+    )
+    return LMPolicy(config)
 
 
 def train_config(request: WarmStartRequest) -> Any:

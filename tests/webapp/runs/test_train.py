@@ -10,18 +10,12 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from workers.dispatch import supervise_in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-@pytest.fixture
-def iris():
-    return seed_one("iris-species")
 
 
 def train(*args) -> dict:

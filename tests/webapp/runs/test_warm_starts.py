@@ -13,13 +13,7 @@ from django.core.management import call_command
 
 from rl_core.adapters import read_manifest
 from rl_core.checkpoint import load_checkpoint
-from rl_core.demonstrations import grammar_pool_responses
-from rl_core.policy import Prompt
-from rl_core.prompts import SYSTEM_PROMPT, user_message
-from rl_core.testing import save_tiny_llama
 from webapp import storage
-from webapp.competitions.agent_inputs import competition_task_info
-from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
@@ -29,23 +23,6 @@ from webapp.runs.warmstarts import warm_start_check
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-@pytest.fixture
-def iris():
-    return seed_one("iris-species")
-
-
-@pytest.fixture
-def tiny_model(tmp_path, iris) -> str:
-    """A tiny Llama whose BPE tokenizer was trained on iris prompts and programs (short sequences)."""
-    task = competition_task_info(competition=iris)
-    corpus = [
-        SYSTEM_PROMPT,
-        user_message(Prompt(task, "solve")),
-        *grammar_pool_responses([task], 6)[task.slug],
-    ]
-    return save_tiny_llama(tmp_path / "tiny-llama", corpus)
-
-
 def train(*args: str) -> dict:
     out = StringIO()
     call_command("train", *args, stdout=out, stderr=StringIO())
@@ -53,11 +30,11 @@ def train(*args: str) -> dict:
 
 
 def test_an_lm_run_fine_tunes_on_demonstrations_first_then_learns_and_stores_its_warm_start(
-    iris, tiny_model, data_dir
+    iris, iris_tiny_model, data_dir
 ):
     summary = train(
-        "iris-species", "--policy", "lm", "--model", tiny_model, "--warm-start-demos", "2", "--attempts", "2",
-        "--actors", "1", "--batch", "2", "--max-new-tokens", "800", "--seed-baseline",
+        "iris-species", "--policy", "lm", "--model", iris_tiny_model, "--warm-start-demos", "2",
+        "--attempts", "2", "--actors", "1", "--batch", "2", "--max-new-tokens", "800", "--seed-baseline",
     )  # fmt: skip
     run = Run.objects.get(id=summary["run_id"])
     assert (run.status, run.attempts_done, run.learner_steps.count()) == (Run.Status.FINISHED, 2, 1)
@@ -65,15 +42,15 @@ def test_an_lm_run_fine_tunes_on_demonstrations_first_then_learns_and_stores_its
     assert (progress["status"], progress["adapter"]) == ("done", f"run-{run.id}")
     assert progress["step"] == progress["total"] == len(progress["losses"]) > 0
     manifest = read_manifest(data_dir / "adapters" / f"run-{run.id}")
-    assert (manifest["competitions"], manifest["base_model"]) == (["iris-species"], tiny_model)
+    assert (manifest["competitions"], manifest["base_model"]) == (["iris-species"], iris_tiny_model)
     assert "charts/tokens_per_s" in run.learner_steps.get().metrics
     assert {a.prompt_kind for a in run.attempts.all()} <= {"solve", "improve"}
 
 
-def test_a_later_lm_run_starts_from_a_stored_warm_start_by_name(iris, tiny_model, data_dir):
+def test_a_later_lm_run_starts_from_a_stored_warm_start_by_name(iris, iris_tiny_model, data_dir):
     first = train(
-        "iris-species", "--policy", "lm", "--model", tiny_model, "--warm-start-demos", "1", "--attempts", "1",
-        "--actors", "1", "--batch", "1", "--max-new-tokens", "800",
+        "iris-species", "--policy", "lm", "--model", iris_tiny_model, "--warm-start-demos", "1",
+        "--attempts", "1", "--actors", "1", "--batch", "1", "--max-new-tokens", "800",
     )  # fmt: skip
     name = f"run-{first['run_id']}"
     second = train("iris-species", "--policy", "lm", "--warm-start", name, "--attempts", "1", "--batch", "1",
@@ -81,7 +58,7 @@ def test_a_later_lm_run_starts_from_a_stored_warm_start_by_name(iris, tiny_model
     run = Run.objects.get(id=second["run_id"])
     assert (run.config["warm_start"], run.config["model"], run.status) == (
         name,
-        tiny_model,
+        iris_tiny_model,
         Run.Status.FINISHED,
     )
     assert run.warm_start_progress == {}  # nothing fine-tuned again

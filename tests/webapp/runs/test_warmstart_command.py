@@ -10,12 +10,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from rl_core.adapters import read_manifest
-from rl_core.demonstrations import grammar_pool_responses
-from rl_core.policy import Prompt
-from rl_core.prompts import SYSTEM_PROMPT, user_message
-from rl_core.testing import save_tiny_llama
-from webapp.competitions.agent_inputs import competition_task_info
-from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import selectors, services
 from webapp.runs.config import RunConfig
 from webapp.runs.management.commands.train import create_run
@@ -24,23 +18,6 @@ from webapp.runs.models import Run
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 PROGRAM = "import pandas as pd\nprint('a program that once scored well')\n"
-
-
-@pytest.fixture
-def iris():
-    return seed_one("iris-species")
-
-
-@pytest.fixture
-def tiny_model(tmp_path, iris) -> str:
-    """A 2-layer Llama and a small BPE tokenizer trained on iris prompts and programs, saved to a folder."""
-    task = competition_task_info(competition=iris)
-    corpus = [
-        SYSTEM_PROMPT,
-        user_message(Prompt(task, "solve")),
-        *grammar_pool_responses([task], 6)["iris-species"],
-    ]
-    return save_tiny_llama(tmp_path / "tiny-llama", corpus)
 
 
 @pytest.fixture
@@ -72,10 +49,10 @@ def warmstart(*args) -> dict:
 
 
 def test_a_warm_start_stores_an_adapter_with_its_manifest_and_prints_its_summary(
-    tiny_model, earlier_run, data_dir, capsys
+    iris_tiny_model, earlier_run, data_dir, capsys
 ):
     summary = warmstart(
-        "iris-species", "--model", tiny_model, "--name", "first", "--demos", "2", "--epochs", "2",
+        "iris-species", "--model", iris_tiny_model, "--name", "first", "--demos", "2", "--epochs", "2",
         "--pool", "1", "--from-runs", str(earlier_run.id),
     )  # fmt: skip
     folder = data_dir / "adapters" / "first"
@@ -86,20 +63,20 @@ def test_a_warm_start_stores_an_adapter_with_its_manifest_and_prints_its_summary
     manifest = read_manifest(folder)
     assert manifest["sources"] == ["grammar", f"run:{earlier_run.id}"]
     assert manifest["by_kind"] == {"solve": 2, "improve": 1}  # the simplest program ran and was valid
-    assert (manifest["competitions"], manifest["base_model"]) == (["iris-species"], tiny_model)
+    assert (manifest["competitions"], manifest["base_model"]) == (["iris-species"], iris_tiny_model)
     assert manifest["run_ids"] == [earlier_run.id]
     progress = capsys.readouterr().err  # human progress goes to the process's stderr
     assert "Fine-tuning on 2 grammar and 1 earlier-run demonstrations" in progress and "6/6" in progress
     assert not (data_dir / "warmstarts" / "first").exists()  # the pool's scratch dirs are gone
 
 
-def test_a_run_can_start_from_a_stored_warm_start_and_takes_its_base_model(iris, tiny_model, data_dir):
+def test_a_run_can_start_from_a_stored_warm_start_and_takes_its_base_model(iris, iris_tiny_model, data_dir):
     folder = data_dir / "adapters" / "ready"
     folder.mkdir(parents=True)
     (folder / "adapter_config.json").write_text("{}")
-    (folder / "warmstart.json").write_text(json.dumps({"kind": "lora", "base_model": tiny_model}))
+    (folder / "warmstart.json").write_text(json.dumps({"kind": "lora", "base_model": iris_tiny_model}))
     run = create_run(train_options(["iris-species"], policy="lm", warm_start="ready", model=None))
-    assert (run.config["warm_start"], run.config["model"]) == ("ready", tiny_model)
+    assert (run.config["warm_start"], run.config["model"]) == ("ready", iris_tiny_model)
     with pytest.raises(CommandError, match="adapts") as caught:
         create_run(train_options(["iris-species"], policy="lm", warm_start="ready", model="smollm2-135m"))
     assert caught.value.returncode == 2

@@ -5,6 +5,10 @@ bundled competition, and serves the dashboard with daphne. With no environment t
 (SQLite, in-process channel layer, the run's supervisor and attempts in threads of this process); with
 DATABASE_URL and REDIS_URL set it uses PostgreSQL and Redis, with Celery workers in separate processes
 (one on the gpu queue for the supervisor, one with two processes on the sandbox queue).
+
+`--policy lm` (`make demo-lm`) runs the embedded SmolLM2-135M-Instruct: it starts from a stored warm start
+for the competition when an earlier demo left one, and otherwise first fine-tunes on GrammarPolicy
+demonstrations, with a progress bar and the loss curve on the run page, and stores that warm start.
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--policy", choices=["grammar", "lm"], default="grammar")
         parser.add_argument("--competition", default="diabetes-progression")
-        parser.add_argument("--attempts", type=int, default=200)
+        parser.add_argument("--attempts", type=int, default=None, help="default: 200 grammar, 64 lm")
         parser.add_argument("--no-run", action="store_true", help="only seed and serve")
 
     def handle(self, *args, host, port, policy, competition, attempts, no_run, **options):
+        attempts = attempts or (200 if policy == "grammar" else 64)
         call_command("seed_competitions", stdout=sys.stderr)
         user = demo_user()
         if settings.REDIS:
@@ -61,15 +66,48 @@ def demo_user():
     return user
 
 
+LM_DEMO = {
+    "policy": "lm", "prompt_style": "compact", "max_new_tokens": 768, "actors": 2, "batch": 8, "sync": True,
+    "lr": 1e-4, "seed_baseline": True,
+}  # fmt: skip
+"""The LM demo's run: what bench/lm_valid_rate.py runs (synchronous B = 8 keeps generation batched on a
+CPU; the improve pool seeded with a baseline program), warm-started on demonstrations first."""
+LM_DEMO_DEMONSTRATIONS = 12
+"""Demonstrations in the LM demo's own warm-start phase (when no stored warm start fits): a few minutes."""
+
+
 def start_demo_run(*, user, slug: str, policy: str, attempts: int):
     competition = Competition.objects.get(slug=slug)
-    lr = RunConfig.lr if policy == "grammar" else 1e-5
-    config = RunConfig.from_dict({"policy": policy, "attempts": attempts, "actors": 2, "batch": 8, "lr": lr})
+    config = demo_config(policy, slug, attempts)
     run = services.run_create(
         owner=user, competitions=[competition], policy=policy, config=config.to_dict(), is_public=True
     )
     services.run_enqueue(run_id=run.id)
     return run
+
+
+def demo_config(policy: str, slug: str, attempts: int) -> RunConfig:
+    """The demo run's settings. An LM starts from a stored warm start for this competition and the embedded
+    model when there is one (an earlier demo stored it), else it fine-tunes first, live on the run page."""
+    if policy == "grammar":
+        return RunConfig(attempts=attempts, actors=2, batch=8)
+    stored = demo_warm_start(slug)
+    start = {"warm_start": stored} if stored else {"warm_start_demos": LM_DEMO_DEMONSTRATIONS}
+    if stored:
+        say(f"Starting the LM from the stored warm start {stored!r}.")
+    return RunConfig.from_dict(LM_DEMO | start | {"attempts": attempts})
+
+
+def demo_warm_start(slug: str) -> str | None:
+    """The newest stored warm start of the embedded model in the compact style trained on exactly `slug`."""
+    from webapp.runs import selectors
+
+    for manifest in selectors.warm_starts_visible_to(user=None):  # newest first
+        style = (manifest.get("prompt") or {}).get("style")
+        fits = manifest.get("base_model") == RunConfig.model and style == LM_DEMO["prompt_style"]
+        if fits and manifest.get("competitions") == [slug] and manifest.get("kind") == "lora":
+            return manifest["name"]
+    return None
 
 
 WORKERS = (("gpu", 1), ("sandbox", 2))

@@ -29,6 +29,7 @@ DEFAULTS = RunConfig()
 CHOICES = {
     "reward_preset": ("normalized", "paper"), "reward_mode": ("score", "percentile"),
     "objective": ("ppo", "reinforce"), "advantage": ("running_mean", "group_mean", "batch_normalized"),
+    "prompt_style": ("compact", "full"),
 }  # fmt: skip
 NUMBERS = {
     "attempts": int, "actors": int, "batch": int, "warm_start_demos": int, "max_new_tokens": int,

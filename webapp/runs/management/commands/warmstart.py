@@ -1,5 +1,5 @@
 """`manage.py warmstart SLUG [SLUG ...] [--name NAME] [--from-runs ID ...] [--demos N] [--epochs E] [--full]
-[--model NAME_OR_PATH] [--pool P] [--lr LR] [--checkpointing] [--seed S]`
+[--model NAME_OR_PATH] [--pool P] [--lr LR] [--checkpointing] [--seed S] [--prompt-style compact|full]`
 
 Warm-starts a language model by supervised fine-tuning before RL: on GrammarPolicy programs for the
 competitions (solve and improve demonstrations, formatted exactly as the LM's responses) and on the best
@@ -43,6 +43,9 @@ class Command(JsonCommand):
         parser.add_argument("--lr", type=float, default=None)
         parser.add_argument("--checkpointing", action="store_true", help="half the memory, ~40%% more time")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--prompt-style", choices=["compact", "full"], default=WarmStartRequest.prompt_style
+        )
 
     def run(self, **options):
         request = check_request(options)
@@ -98,6 +101,7 @@ def check_request(options) -> WarmStartRequest:
         pool=options["pool"],
         lr=options["lr"],
         seed=options["seed"],
+        prompt_style=options["prompt_style"],
     )
 
 

@@ -1,0 +1,262 @@
+"""Shared pieces of the LM benchmarks (lm_valid_rate, rl_vs_static, instrumentation_ablation, prompt_formats):
+the embedded SmolLM2-135M-Instruct as an LMPolicy on this CPU, a warm start built once and cached, and one
+"arm": a run of the real actor–learner loop (rl_core.loop.run_loop) with real sandboxed attempts.
+
+What an arm is. The loop runs in its synchronous mode with B = 8: sample 8 prompts as one batched
+``generate`` call, run the 8 programs in the sandbox (2 at a time), update (or not), repeat. On 2 CPU cores
+generation dominates the cost (about 40 tokens/s batched, 6 unbatched), so the asynchronous mode's
+one-at-a-time replacements would spend most of the time in unbatched decoding; sync keeps every batch
+full. The tasks alternate (attempt n is for task n mod 2), improve prompts (probability 0.5) draw from each
+task's pool, which is seeded with the simplest grammar program before the first attempt (DESIGN.md §3,
+issue 7's baseline-seeded improvement). A "static" arm uses the same loop with a learner that never steps
+(`FrozenLearner`): same prompts, same batches, no updates; that is the best-of-N comparison.
+
+The warm start is supervised fine-tuning on GrammarPolicy demonstrations of the benchmark's tasks
+(rl_core.warmstart), cached under the bench folder by its settings, so the scripts share one.
+Imported by the benchmark scripts only; run directly, it does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, BundledTask, bundled_tasks
+
+BENCH_DIR = ROOT / "var" / "bench"
+CACHE_DIR = BENCH_DIR / "cache"
+"""Converted model, warm starts and bundled competitions, kept between benchmark runs."""
+
+
+@dataclass(frozen=True)
+class LMSettings:
+    """How the LM benchmarks sample, fine-tune and learn (the defaults are what they ran with)."""
+
+    prompt_style: str = "compact"
+    max_new_tokens: int = 768
+    """Responses longer than this are cut (a demonstration program is 550-800 tokens in compact style)."""
+    temperature: float = 0.7
+    threads: int = 2
+    generation_batch: int = 8
+    demonstrations: int = 16
+    """Grammar demonstrations in the warm start, split over the tasks (half solve, half improve)."""
+    epochs: int = 2
+    sft_lr: float = 3e-4
+    rl_lr: float = 1e-4
+    """PPO's learning rate for the LoRA matrices (the paper's 1e-5 is for full fine-tuning of a 3B model)."""
+    batch: int = 8
+    seed: int = 0
+
+
+@dataclass
+class AttemptRecord:
+    """One finished attempt of an arm, as the benchmarks report it."""
+
+    number: int
+    task: str
+    kind: str
+    status: str
+    valid: bool
+    score: float | None
+    reward: float
+    stages: int
+    new_tokens: int
+    generation_s: float
+
+
+@dataclass
+class ArmResult:
+    name: str
+    records: list[AttemptRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+    updates: int = 0
+    tokens_per_s: list[float] = field(default_factory=list)
+
+    def valid_rate(self, task: str | None = None, first: int | None = None) -> float:
+        rows = self.rows(task, first)
+        return sum(r.valid for r in rows) / len(rows) if rows else 0.0
+
+    def rows(self, task: str | None = None, first: int | None = None) -> list[AttemptRecord]:
+        rows = [r for r in self.records if task is None or r.task == task]
+        return rows[:first] if first is not None else rows
+
+    def best(self, task: str, higher_is_better: bool, first: int | None = None) -> float | None:
+        scores = [r.score for r in self.rows(task, first) if r.valid and r.score is not None]
+        return (max if higher_is_better else min)(scores) if scores else None
+
+    def mean_reward(self, first: int | None = None) -> float:
+        rows = self.rows(None, first)
+        return statistics.fmean(r.reward for r in rows) if rows else float("nan")
+
+    def summary(self, tasks: Sequence[BundledTask]) -> dict[str, Any]:
+        return {
+            "attempts": len(self.records),
+            "valid_rate": self.valid_rate(),
+            "mean_reward": self.mean_reward(),
+            "best_score": {t.info.slug: self.best(t.info.slug, t.info.higher_is_better) for t in tasks},
+            "valid_rate_by_task": {t.info.slug: self.valid_rate(t.info.slug) for t in tasks},
+            "tokens_per_s": statistics.fmean(self.tokens_per_s) if self.tokens_per_s else None,
+            "seconds_per_attempt": self.wall_s / max(len(self.records), 1),
+            "updates": self.updates,
+            "wall_s": self.wall_s,
+        }
+
+
+class Recorder:
+    """An observer: each finished attempt as an AttemptRecord, and the number of updates."""
+
+    def __init__(self, result: ArmResult) -> None:
+        self.result = result
+        self.batch_speeds: dict[float, float] = {}
+
+    def on_attempt_started(self, attempt_id, sample, started_at) -> None:
+        pass
+
+    def on_attempt_finished(self, attempt_id, sample, outcome, finished_at, staleness) -> None:
+        info = sample.info
+        self.result.records.append(
+            AttemptRecord(
+                number=len(self.result.records) + 1, task=sample.prompt.task.slug, kind=sample.prompt.kind,
+                status=outcome.status, valid=bool(outcome.valid), score=outcome.score,
+                reward=float(outcome.reward), stages=len(outcome.stages),
+                new_tokens=int(info.get("new_tokens", 0)), generation_s=float(info.get("generation_s", 0.0)),
+            )
+        )  # fmt: skip
+        if "tokens_per_s" in info:
+            self.batch_speeds[float(info["generation_s"])] = float(info["tokens_per_s"])  # one per batch
+            self.result.tokens_per_s = list(self.batch_speeds.values())
+
+    def on_update(self, version, metrics) -> None:
+        self.result.updates += 1
+
+
+class FrozenLearner:
+    """A learner that never changes the policy: the static arms run the same loop without updates."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def update(self, batch: Sequence[Any], *, current_version: int) -> dict[str, float]:
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
+    """The bundled competitions, built once into the cache (an SQLite database of the benchmarks' own)."""
+    return bundled_tasks(slugs, CACHE_DIR / "competitions")
+
+
+def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0) -> Any:
+    """SmolLM2-135M-Instruct with LoRA adapters (fresh, or loaded from `adapter`), on the CPU."""
+    from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+
+    config = LMPolicyConfig(
+        cache_dir=str(CACHE_DIR / "models"), seed=seed, temperature=settings.temperature,
+        max_new_tokens=settings.max_new_tokens, prompt_style=settings.prompt_style,  # type: ignore[arg-type]
+        adapter_path=str(adapter) if adapter else None, reference=False, device="cpu",
+        cpu_threads=settings.threads, generation_batch=settings.generation_batch, score_batch=4,
+    )  # fmt: skip
+    return LMPolicy(config)
+
+
+def warm_start(
+    tasks: Sequence[BundledTask], settings: LMSettings, *, say=print
+) -> tuple[Path, dict[str, Any]]:
+    """The cached warm start for these tasks and settings (built on first use): (adapter folder, manifest)."""
+    from rl_core.adapters import read_manifest
+
+    key = json.dumps([[t.info.slug for t in tasks], asdict(settings)], sort_keys=True)
+    folder = CACHE_DIR / "warmstarts" / hashlib.sha256(key.encode()).hexdigest()[:16]
+    if not (folder / "adapter_config.json").exists():
+        say(f"building the warm start {folder.name} (SFT on {settings.demonstrations} demonstrations) ...")
+        build_warm_start(tasks, settings, folder)
+    return folder, read_manifest(folder) or {}
+
+
+def build_warm_start(tasks: Sequence[BundledTask], settings: LMSettings, folder: Path) -> None:
+    from rl_core.baselines import previous_solutions
+    from rl_core.demonstrations import grammar_pool_responses
+    from rl_core.executors import LocalExecutor
+    from rl_core.warmstart import WarmStartConfig, describe, save_warm_start, warm_start_policy
+
+    infos = [t.info for t in tasks]
+    executor = LocalExecutor({t.info.slug: t.files for t in tasks}, 2, CACHE_DIR / "scratch" / folder.name)
+    try:
+        pools = previous_solutions(executor, infos, grammar_pool_responses(infos, 3), prefix="pool")
+    finally:
+        executor.close()
+    policy = lm_policy(settings, seed=settings.seed)
+    config = WarmStartConfig(epochs=settings.epochs, lr=settings.sft_lr, seed=settings.seed)
+    demos, result = warm_start_policy(
+        policy, infos, demonstrations=settings.demonstrations, pools=pools, config=config
+    )
+    save_warm_start(policy, folder, describe(demos, result, policy=policy, config=config))
+
+
+def run_arm(
+    name: str,
+    policy: Any,
+    tasks: Sequence[BundledTask],
+    settings: LMSettings,
+    *,
+    attempts: int,
+    learn: bool,
+    instrument: bool = True,
+    preset: str = "normalized",
+    seed: int = 0,
+) -> ArmResult:
+    """Run `attempts` attempts of `policy` on `tasks` through the loop (see the module docstring); with
+    `learn`, PPO updates the policy after every batch."""
+    from rl_core.executors import LocalExecutor
+    from rl_core.learner import Learner, LearnerConfig
+    from rl_core.loop import LoopConfig, run_loop
+    from rl_core.policies.grammar import simplest_program
+    from rl_core.reward import RewardConfig
+
+    result = ArmResult(name)
+    scratch = BENCH_DIR / "scratch" / f"{name}-{seed}-{time.time_ns()}"
+    executor = LocalExecutor(
+        {t.info.slug: t.files for t in tasks}, 2, scratch, reward=RewardConfig(preset=preset),  # type: ignore[arg-type]
+        instrument=instrument,
+    )  # fmt: skip
+    learner_config = LearnerConfig(lr=settings.rl_lr, minibatch=4, seed=seed)
+    learner = Learner(policy, learner_config) if learn else FrozenLearner(policy)
+    config = LoopConfig(attempts=attempts, actors=settings.batch, batch=settings.batch, sync=True, seed=seed)
+    started = time.monotonic()
+    try:
+        run_loop(
+            policy=policy, learner=learner, executor=executor, tasks=[t.info for t in tasks], config=config,  # type: ignore[arg-type]
+            observer=Recorder(result), baselines={t.info.slug: simplest_program(t.info) for t in tasks},
+        )  # fmt: skip
+    finally:
+        executor.close()
+    result.wall_s = time.monotonic() - started
+    return result
+
+
+def curve(result: ArmResult, tasks: Sequence[BundledTask], points: Sequence[int]) -> list[dict[str, Any]]:
+    """Per point n: the valid rate and mean reward of the first n attempts and each task's best score."""
+    rows = []
+    for n in points:
+        row: dict[str, Any] = {"attempts": n, "valid_rate": result.valid_rate(first=n)}
+        row["mean_reward"] = result.mean_reward(first=n)
+        for t in tasks:
+            count = sum(1 for r in result.records[:n] if r.task == t.info.slug)
+            row[f"best:{t.info.slug}"] = result.best(t.info.slug, t.info.higher_is_better, first=count)
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    print("bench/_lm.py holds the LM benchmarks' shared pieces; there is nothing to run.")
