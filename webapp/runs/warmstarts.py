@@ -25,6 +25,7 @@ from typing import Any
 
 from rl_core.adapters import warm_start_source
 from rl_core.checkpoint import latest_checkpoint
+from rl_core.prompts import PromptStyle
 from webapp import storage
 from webapp.competitions.models import Competition
 from webapp.runs import selectors
@@ -65,7 +66,7 @@ class WarmStartRequest:
     """Learning rate; None keeps rl_core.warmstart's default (LoRA) or 1e-5 (full)."""
     seed: int = 0
     """Seeds the adapters' initialisation, the grammar draws and the minibatch order."""
-    prompt_style: str = "compact"
+    prompt_style: PromptStyle = "compact"
     """The prompt style (rl_core.prompts) the demonstrations are written in; runs must use the same."""
 
 
