@@ -155,3 +155,17 @@ def test_execute_exits_2_naming_the_bad_input(make_bundle, tmp_path, monkeypatch
     with pytest.raises(CommandError, match=message) as caught:
         run_json("execute", *args)
     assert caught.value.returncode == 2
+
+
+def test_execute_with_an_lm_instrumenter_keeps_the_ast_markers_when_the_lm_changes_the_program(
+    make_bundle, tmp_path
+):
+    """A tiny untrained LM cannot reproduce the program, so its version is refused and the AST's is used."""
+    from rl_core.testing import save_tiny_llama
+
+    run_json("import_competition", str(make_bundle()))
+    (tmp_path / "solution.py").write_text(PROGRAM)
+    model = save_tiny_llama(tmp_path / "tiny")
+    args = ("execute", "tiny-churn", str(tmp_path / "solution.py"), "--instrumenter", "lm", "--model", model)
+    report = run_json(*args)
+    assert (report["instrumentation"], report["stages"], report["valid"]) == ("ast", STAGES, True)

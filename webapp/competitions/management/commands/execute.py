@@ -1,9 +1,13 @@
-"""`manage.py execute SLUG PROGRAM.py [--timeout S] [--memory-mb M] [--no-instrument]`
+"""`manage.py execute SLUG PROGRAM.py [--timeout S] [--memory-mb M] [--no-instrument]
+[--instrumenter ast|lm] [--model NAME_OR_PATH]`
 
 Runs one program against a competition exactly as an agent's attempt runs (instrumented, sandboxed,
 graded, rewarded) and prints the report of DESIGN.md §7: {"status", "exit_code", "duration_s", "stages",
-"valid", "score", "reward", "isolation", "stdout_tail", "stderr_tail"}. The scratch directory is kept
-under PRACTICUM_DATA_DIR/scratch/ for inspection.
+"valid", "score", "reward", "isolation", "stdout_tail", "stderr_tail"}, plus "instrumentation" (how the
+markers were inserted). `--instrumenter lm` lets a frozen causal LM insert the markers, as the paper did
+(the embedded SmolLM2 unless `--model` names another); its version is kept only when, without the markers,
+it is the same program, else the AST instrumenter's is used (rl_core.instrument.lm_instrument). The scratch
+directory is kept under PRACTICUM_DATA_DIR/scratch/ for inspection.
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ class Command(JsonCommand):
         parser.add_argument("--timeout", type=float, help="seconds (default: the competition's time limit)")
         parser.add_argument("--memory-mb", type=int, help="MB (default: the competition's limit)")
         parser.add_argument("--no-instrument", action="store_true", help="run without progress markers")
+        parser.add_argument("--instrumenter", choices=["ast", "lm"], default="ast", help="who inserts them")
+        parser.add_argument(
+            "--model", default=None, help="--instrumenter lm: the frozen LM (default: embedded)"
+        )
 
-    def run(self, *, slug, program, timeout, memory_mb, no_instrument, **_):
+    def run(self, *, slug, program, timeout, memory_mb, no_instrument, instrumenter, model, **_):
         from rl_core.environment import run_program
         from webapp.competitions.agent_inputs import competition_task_files
 
@@ -44,6 +52,7 @@ class Command(JsonCommand):
             source = program.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise BadInput(f"PROGRAM: {program} is not UTF-8 text.") from None
+        generate = frozen_lm(model) if instrumenter == "lm" and not no_instrument else None
         work_dir = Path(settings.DATA_DIR) / "scratch" / f"execute-{uuid.uuid4().hex[:12]}"
         work_dir.mkdir(parents=True)
         outcome = run_program(
@@ -53,6 +62,25 @@ class Command(JsonCommand):
             instrument=not no_instrument,
             timeout_s=timeout,
             memory_mb=memory_mb,
+            lm_generate=generate,
         )
         self.progress(f"Scratch directory: {work_dir}")
-        return outcome.to_report()
+        return outcome.to_report() | {"instrumentation": outcome.instrumentation}
+
+
+def frozen_lm(model: str | None):
+    """prompt -> the frozen model's greedy reply (LMPolicy.generate_frozen, adapters off)."""
+    from rl_core.models import EMBEDDED_MODEL, ModelNotFoundError
+    from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+    from webapp.runs.supervisor import models_dir
+
+    try:
+        policy = LMPolicy(LMPolicyConfig(model=model or EMBEDDED_MODEL, cache_dir=str(models_dir())))
+    except (ModelNotFoundError, OSError) as error:
+        raise BadInput(f"--model: {error}") from None
+
+    def generate(prompt: str) -> str:  # the reply is the program plus markers: shorter than the prompt
+        limit = len(policy.tokenizer(prompt, add_special_tokens=False)["input_ids"]) + 64
+        return policy.generate_frozen(prompt, max_new_tokens=limit)
+
+    return generate
