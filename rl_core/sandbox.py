@@ -28,7 +28,9 @@ worker's own Python interpreter, under one of two isolation levels, detected onc
     open files, no core dumps;
   - a wall-clock limit that kills the whole tree: SIGKILL to bwrap's process group; the PID namespace's
     init dies with it and the kernel kills every process left inside, including ``setsid`` daemons;
-    the same happens when the program exits and leaves children behind;
+    the same happens when the program exits and leaves children behind. As root, every process of the
+    attempt's uid is also killed directly, and `execute` returns only once none of them runs; as a
+    non-root worker the namespace's teardown may still be finishing when `execute` returns;
   - output: stdout and stderr are read as they come and only the last ``max_output_bytes`` of each are
     kept, so a program printing forever cannot exhaust the worker's memory. Lines that carry a stage
     marker (`rl_core.instrument.MARKER_PREFIX`) are kept apart (distinct lines, at most `MAX_MARKER_LINES`),
@@ -107,6 +109,8 @@ MAX_SCRATCH_ENTRIES = 100_000
 MAX_MARKER_LINES = 4096
 SHM_FRACTION = 4
 """/dev/shm inside bwrap is a tmpfs of memory_mb / SHM_FRACTION (it is RAM outside RLIMIT_AS)."""
+LEFTOVER_WAIT_S = 10.0
+"""How long, at most, `execute` waits for the kernel to finish killing a program's processes."""
 DRAIN_S = 1.0
 """After the program exits, how long to keep reading output that descendants may still write."""
 _MEMORY_PATTERN = re.compile(r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|[Oo]ut of memory")
@@ -244,8 +248,38 @@ def _setpriv(uid: int) -> list[str]:
 
 
 def _kill_uid(uid: int) -> None:
-    """SIGKILL every process running under `uid` (kill(-1) as that uid reaches exactly those)."""
-    subprocess.run([*_setpriv(uid), _tool("kill"), "-KILL", "-1"], capture_output=True, timeout=30, env={})
+    """SIGKILL every process running under `uid` and wait until none of them runs any more.
+
+    kill(-1) as that uid reaches exactly those, in the program's PID namespace too. Dying takes the kernel
+    a while (a fork bomb's hundreds of processes, on a busy machine), so the kill is repeated until
+    `_live_processes_of(uid)` is empty; after LEFTOVER_WAIT_S it gives up and logs what is left.
+    """
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    while True:
+        subprocess.run([*_setpriv(uid), _tool("kill"), "-KILL", "-1"], capture_output=True, timeout=30, env={})
+        if not (left := _live_processes_of(uid)):
+            return
+        if time.monotonic() >= deadline:
+            logger.error("Processes of sandbox uid %d survived SIGKILL for %g s: %s", uid, LEFTOVER_WAIT_S, left)
+            return
+        time.sleep(0.02)
+
+
+def _live_processes_of(uid: int) -> list[int]:
+    """Pids of the processes owned by `uid` that have not exited (zombies run nothing and are left out)."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            state = Path(entry.path, "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue  # it exited while we looked
+        if state != "Z":
+            pids.append(int(entry.name))
+    return pids
 
 
 # ---------------------------------------------------------------------------------------------- layout
@@ -582,7 +616,7 @@ class _Supervisor:
         """SIGKILL the process group (under bwrap: the PID namespace's init, so all inside), and the uid."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.uid is not None and self.isolation == "rlimits":
+        if self.uid is not None:
             _kill_uid(self.uid)
 
     def _finish(self) -> None:

@@ -52,11 +52,13 @@ def box(tmp_path, data_dir) -> Sandbox:
 
 
 def host_processes_of(uid: int) -> list[int]:
+    """Processes of `uid` on the host that still run (zombies, already dead, are not counted)."""
     pids = []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and entry.stat().st_uid == uid:
-                pids.append(int(entry.name))
+                if (entry / "stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                    pids.append(int(entry.name))
         except FileNotFoundError:
             continue
     return pids
