@@ -44,10 +44,16 @@ markers: it then fails by itself. `lm_instrument` lets a frozen LM insert the ma
 Markers are removed from the stdout shown to users (`strip_markers`); forged lines stay, as program output.
 A program that itself names the marker function (``__practicum_mark__``, as a name, an attribute or in a
 string) gets no markers at all: calling the environment's marker is the one forgery that the nonce alone
-would not stop, so such a program earns no partial credit (and, calling an undefined name, fails).
+would not stop, so such a program earns no partial credit (and, calling an undefined name, fails). The
+same holds for a program that reaches for what would let it find the marker or the nonce at run time
+(`INTROSPECTION_NAMES`: ``globals()``, ``vars()``, frames, code objects, ``gc.get_objects``, ``inspect``,
+``__file__``/``argv``/``"program.py"`` to read its own source, ``exec``/``eval``/``compile``/``__import__``
+to build code the check cannot see): such programs are rare in ML solutions and earn no partial credit;
+their submission is still graded. The marker code runs inside the program's own process, so no check of
+this kind is complete (a determined program can search its own memory by other means); what keeps forging
+from paying is, as in the paper, that a marker is worth far less than a valid submission.
 Not covered: events the rules do not recognise (a model built by a helper from another module, a path held
-in a function argument); a marker for an event in an ``elif`` test runs after the whole if-chain; a
-program that reads its own source (or its globals) can learn the nonce.
+in a function argument); a marker for an event in an ``elif`` test runs after the whole if-chain.
 """
 
 from __future__ import annotations
@@ -602,18 +608,46 @@ def _checked(candidate: str, original_dump: str, *, prelude: bool) -> tuple[str,
     return tuple(s for s in STAGES if s in stages)
 
 
+INTROSPECTION_NAMES = frozenset(
+    {"globals", "vars", "locals", "exec", "eval", "compile", "__import__", "__builtins__", "__main__",
+     "__file__", "argv", "inspect"}
+)  # fmt: skip
+"""Names (bare, or imported modules) through which a program could reach the marker function or read the
+nonce at run time: its globals, its own source file, code built at run time, frame inspection."""
+INTROSPECTION_ATTRIBUTES = frozenset(
+    {"_getframe", "currentframe", "f_globals", "f_locals", "f_back", "f_code", "co_consts", "__code__",
+     "__globals__", "__builtins__", "__file__", "argv", "get_objects", "get_referrers", "get_referents"}
+)  # fmt: skip
+"""Attributes with the same reach (``sys._getframe``, ``gc.get_objects``, ``f.__globals__``, ...).
+``model.eval()`` and ``model.compile()`` are innocent attributes: only bare ``eval``/``compile`` count."""
+INTROSPECTION_STRINGS = ("program.py", "/proc/self", "practicum")
+
+
 def _names_the_marker(tree: ast.Module) -> bool:
-    """Whether the policy's program mentions the marker function itself (a name, attribute or string)."""
+    """Whether the policy's program mentions the marker function, or reaches for what would let it find the
+    marker or its nonce at run time (`INTROSPECTION_NAMES`, `INTROSPECTION_ATTRIBUTES`, ...STRINGS)."""
     for node in ast.walk(tree):
-        text = (
-            node.id if isinstance(node, ast.Name)
-            else node.attr if isinstance(node, ast.Attribute)
-            else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            else ""
-        )  # fmt: skip
-        if MARK_FUNCTION.rstrip("_") in text:
+        if _introspects(node):
+            return True
+        text = node.value.lower() if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+        if any(fragment in text for fragment in INTROSPECTION_STRINGS):
             return True
     return False
+
+
+def _introspects(node: ast.AST) -> bool:
+    """Whether `node` names the marker function or one of the introspection names or attributes."""
+    if isinstance(node, ast.Attribute):
+        return MARK_FUNCTION.rstrip("_") in node.attr or node.attr in INTROSPECTION_ATTRIBUTES
+    if isinstance(node, ast.Name):
+        name = node.id
+    elif isinstance(node, ast.alias):
+        name = node.name.split(".")[0]
+    elif isinstance(node, ast.ImportFrom) and node.module:
+        name = node.module.split(".")[0]
+    else:
+        return False
+    return MARK_FUNCTION.rstrip("_") in name or name in INTROSPECTION_NAMES
 
 
 def _parse(program: str) -> ast.Module | None:

@@ -73,6 +73,7 @@ a program that reads its own source to learn the marker nonce.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import logging
 import math
@@ -85,6 +86,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -223,24 +225,37 @@ def _namespace_flags() -> list[str]:
 
 # ---------------------------------------------------------------------------------------------- uids
 
-_uids_in_use: set[int] = set()
+UID_LOCK_DIR = Path(tempfile.gettempdir()) / "practicum-sandbox-uids"
+"""One lock file per uid in use. flock is what makes a uid exclusive across the worker processes of a
+host (Celery's prefork children, several workers) and not just across the threads of one."""
+_uid_locks: dict[int, int] = {}
 _uids_lock = threading.Lock()
 
 
 def _acquire_uid() -> int | None:
-    """A uid from UID_RANGE that no other attempt of this process is using; None when not root."""
+    """A uid from UID_RANGE that no other attempt on this host is using; None when not root."""
     if not _is_root():
         return None
-    with _uids_lock:
-        while (uid := UID_RANGE[secrets.randbelow(len(UID_RANGE))]) in _uids_in_use:
-            pass
-        _uids_in_use.add(uid)
+    UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    while True:
+        uid = UID_RANGE[secrets.randbelow(len(UID_RANGE))]
+        fd = os.open(UID_LOCK_DIR / str(uid), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # held by another attempt, in this process or another
+            continue
+        with _uids_lock:
+            _uid_locks[uid] = fd
         return uid
 
 
 def _release_uid(uid: int | None) -> None:
+    """Call this once the uid's processes are gone: it makes the uid available to the next attempt."""
     with _uids_lock:
-        _uids_in_use.discard(uid)  # type: ignore[arg-type]
+        fd = _uid_locks.pop(uid, None)  # type: ignore[arg-type]
+    if fd is not None:
+        os.close(fd)  # closing the only descriptor releases the flock
 
 
 def _setpriv(uid: int) -> list[str]:
@@ -256,11 +271,15 @@ def _kill_uid(uid: int) -> None:
     """
     deadline = time.monotonic() + LEFTOVER_WAIT_S
     while True:
-        subprocess.run([*_setpriv(uid), _tool("kill"), "-KILL", "-1"], capture_output=True, timeout=30, env={})
+        subprocess.run(
+            [*_setpriv(uid), _tool("kill"), "-KILL", "-1"], capture_output=True, timeout=30, env={}
+        )
         if not (left := _live_processes_of(uid)):
             return
         if time.monotonic() >= deadline:
-            logger.error("Processes of sandbox uid %d survived SIGKILL for %g s: %s", uid, LEFTOVER_WAIT_S, left)
+            logger.error(
+                "Processes of sandbox uid %d survived SIGKILL for %g s: %s", uid, LEFTOVER_WAIT_S, left
+            )
             return
         time.sleep(0.02)
 

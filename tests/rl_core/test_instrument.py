@@ -444,9 +444,26 @@ def test_a_method_of_the_program_that_loads_data_marks_its_calls():
         "__practicum_mark__('model_trained')",
         "globals()['__practicum_mark__']('model_trained')",
         "import builtins; builtins.__practicum_mark__('model_trained')",
+        "globals()['__prac' + 'ticum_mark__']('model_trained')",
+        "import sys; sys._getframe().f_globals['__prac' + 'ticum_mark__']('model_trained')",
+        "nonce = open(__file__).read()",
+        "nonce = open('program.py').read()",
+        "import sys; nonce = open(sys.argv[0]).read()",
+        "import gc; found = [o for o in gc.get_objects() if isinstance(o, str)]",
+        "from inspect import currentframe",
+        "eval('__prac' + 'ticum_mark__')('model_trained')",
     ],
 )
 def test_a_program_that_calls_the_marker_itself_gets_no_markers(forgery):
     program = f"import pandas as pd\ndf = pd.read_csv('input/train.csv')\n{forgery}\n"
     assert instrument(program, NONCE) == Instrumented(program, (), "ast")
     assert lm_instrument(program, NONCE, lambda prompt: program).inserted == ()
+
+
+@pytest.mark.parametrize(
+    "innocent",
+    ["model.eval()", "model.compile()", "import gc; gc.collect()", "if __name__ == '__main__':\n    pass"],
+)
+def test_ordinary_code_that_looks_like_introspection_still_gets_markers(innocent):
+    program = f"import pandas as pd\ndf = pd.read_csv('input/train.csv')\n{innocent}\n"
+    assert instrument(program, NONCE).inserted == ("imports_done", "data_loaded")

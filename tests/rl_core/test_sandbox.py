@@ -306,3 +306,35 @@ def test_an_interpreter_installed_under_tmp_still_runs_programs(tmp_path):
         [venv / "bin/python", "-c", script], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.stdout.split() == ["bwrap", "ok", str(venv)], done.stderr
+
+
+HOLD_UID = """
+import fcntl, os, sys, time
+from rl_core.sandbox import UID_LOCK_DIR
+UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+fd = os.open(UID_LOCK_DIR / sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="programs get uids of their own only when the worker is root")
+def test_a_uid_in_use_by_another_worker_process_is_not_given_to_a_second_attempt(monkeypatch):
+    first = sandbox.UID_RANGE.start
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLD_UID, str(first)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "held"
+        monkeypatch.setattr(sandbox, "UID_RANGE", range(first, first + 2))
+        for _ in range(10):  # the choice is random: ten tries, all must avoid the held uid
+            uid = sandbox._acquire_uid()
+            sandbox._release_uid(uid)
+            assert uid == first + 1
+    finally:
+        other.kill()
+        other.wait()

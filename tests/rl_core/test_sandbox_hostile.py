@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import http.server
 import itertools
+import json
 import os
 import secrets
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
@@ -56,9 +58,10 @@ def host_processes_of(uid: int) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid:
-                if (entry / "stat").read_text().rpartition(")")[2].split()[0] != "Z":
-                    pids.append(int(entry.name))
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            if (entry / "stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                pids.append(int(entry.name))
         except FileNotFoundError:
             continue
     return pids
@@ -143,6 +146,7 @@ def test_program_cannot_redirect_the_submission_dir_with_a_symlink(box, tmp_path
 
 CONNECT = """
 import socket
+import subprocess
 try:
     socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
     print("CONNECTED")
@@ -204,8 +208,21 @@ def test_program_cannot_read_secrets_from_its_own_environment(box, secrets_in_en
     assert TOKEN not in result.stdout and "DATABASE_URL" not in result.stdout
 
 
-def test_program_cannot_read_secrets_from_its_parents_environment(box, secrets_in_env):
-    result = box.run(
+WORKER = """
+import json, sys
+from pathlib import Path
+from rl_core.sandbox import ExecutionRequest, execute
+public, work, program = sys.argv[1:]
+own = open("/proc/self/environ", "rb").read().decode(errors="replace")
+result = execute(ExecutionRequest(program, Path(public), Path(work), timeout_s=30.0, memory_mb=1024))
+print(json.dumps({"worker_env": own, "status": result.status, "stdout": result.stdout}))
+"""
+
+
+def test_program_cannot_read_secrets_from_its_parents_environment(box):
+    """The worker is a real process that was started with the secrets in its environment (so they are in
+    its /proc/<pid>/environ, which the control assertion checks); the program looks at every environ."""
+    program = textwrap.dedent(
         """
         import glob, os
         for path in [f"/proc/{os.getppid()}/environ", *glob.glob("/proc/*/environ")]:
@@ -215,8 +232,21 @@ def test_program_cannot_read_secrets_from_its_parents_environment(box, secrets_i
                 print(path, "denied", type(error).__name__)
         """
     )
-    assert result.status == "ok"
-    assert TOKEN not in result.stdout and "SECRET_KEY" not in result.stdout
+    secrets_env = {"DATABASE_URL": f"postgresql://user:{TOKEN}@db/practicum", "SECRET_KEY": TOKEN}
+    worker = subprocess.run(
+        [sys.executable, "-c", WORKER, str(box.public_dir), str(box.scratch / "from-worker"), program],
+        env=os.environ | secrets_env,
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert worker.returncode == 0, worker.stderr
+    report = json.loads(worker.stdout.splitlines()[-1])
+    assert TOKEN in report["worker_env"]  # control: the secret really was there to be stolen
+    assert report["status"] == "ok"
+    assert "environ" in report["stdout"]
+    assert TOKEN not in report["stdout"] and "SECRET_KEY" not in report["stdout"]
 
 
 # ------------------------------------------------------------------------------------- the filesystem
@@ -461,3 +491,17 @@ def test_program_cannot_call_the_environments_marker_itself(box, data_dir):
     outcome = run_program(program, task, data_dir / "self-mark", nonce="a1b2c3d4e5f60718")
     assert (outcome.status, outcome.stages) == ("error", ())
     assert "NameError" in outcome.stderr_tail
+
+
+def test_program_cannot_reach_the_marker_through_its_globals_or_learn_the_nonce_from_its_source(
+    box, data_dir
+):
+    task = tiny_task(box)
+    program = (
+        "import os\n"
+        "source = open(__file__).read()\n"
+        "globals()['__prac' + 'ticum_mark__']('model_trained', 'predictions_made')\n"
+    )
+    outcome = run_program(program, task, data_dir / "introspect", nonce="a1b2c3d4e5f60718")
+    assert outcome.stages == ()
+    assert "a1b2c3d4e5f60718" not in outcome.stdout_tail + outcome.stderr_tail
