@@ -1,6 +1,7 @@
 """Issue 6's journey in a real browser against real processes: a new user signs up, uploads a competition,
 starts a run from the UI, watches its attempts and charts arrive over the websocket without a reload,
-starts a second run, and compares the two runs' best submissions. Each page is saved as a screenshot."""
+clones it into a second run that improves on the first one's best program, and compares the two runs' best
+submissions. Each page is saved as a screenshot."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ USERNAME, PASSWORD = "carol", "carol-browser-password-7"
 SLUG = "tiny-churn"
 RUN_PATH = re.compile(r"/runs/(\d+)/$")
 FIRST_RUN = {"attempts": 4, "actors": 2, "batch": 2, "seed": 1}
-SECOND_RUN = {"attempts": 2, "actors": 2, "batch": 2, "seed": 2}
+# The second run seeds its improve pool with the first run's best program and only improves (K = attempts,
+# so both attempts start from that one program); an improve always changes at least one grammar choice,
+# written on the program's first line, so the two runs' best programs differ and the diff has changed lines.
+SECOND_RUN = {"attempts": 2, "actors": 2, "batch": 2, "seed": 2, "seed_baseline": True, "improve_prob": 1}
 # What the pages show, read in the page.
 TABLE_ROWS = "document.querySelectorAll('#attempts tbody tr').length"
 CHART_POINTS = "(document.getElementById('chart-reward').data || [{x: []}])[0].x.length"
@@ -53,11 +57,14 @@ def upload(page, screenshot, bundle_zip) -> None:
     screenshot("04-competition")
 
 
-def start_run(page, screenshot, name: str, settings: dict[str, int]) -> int:
-    """Fill the start (or clone) form the page is on with `settings`, submit it, and return the new run's id
-    once its page opens."""
+def start_run(page, screenshot, name: str, settings: dict[str, int | bool | str]) -> int:
+    """Fill the start (or clone) form the page is on with `settings` (booleans tick or clear a checkbox),
+    submit it, and return the new run's id once its page opens."""
     for field, value in settings.items():
-        page.fill(f"#id_{field}", str(value))
+        if isinstance(value, bool):
+            page.set_checked(f"#id_{field}", value)
+        else:
+            page.fill(f"#id_{field}", str(value))
     screenshot(name)
     page.click("#start")
     page.wait_for_url(RUN_PATH)
@@ -112,8 +119,9 @@ def test_a_new_user_uploads_a_competition_watches_two_runs_learn_live_and_compar
     assert after.draws > before.draws + 1, "the charts were redrawn as events arrived, more than once"
     assert page.locator("#cancel").is_hidden(), "a finished run offers no cancel button"
 
+    baseline = best_program(page, first)
     page.click("#clone")
-    second = start_run(page, screenshot, "08-clone-run", SECOND_RUN)
+    second = start_run(page, screenshot, "08-clone-run", {**SECOND_RUN, "baseline_program": baseline})
     wait_until_finished(page, SECOND_RUN["attempts"])
     page.goto(f"/compare/?runs={first},{second}")
     page.wait_for_function("window.practicum && window.practicum.charts >= 1")
@@ -121,13 +129,22 @@ def test_a_new_user_uploads_a_competition_watches_two_runs_learn_live_and_compar
     assert_compare_page_diffs_the_best_programs(page, first, second)
 
 
+def best_program(page, run_id: int) -> str:
+    """The program of the run's best attempt, read through the API with the browser's session."""
+    api = page.request
+    best_id = api.get(f"/api/runs/{run_id}/").json()["best_attempt_id"]
+    valid = api.get(f"/api/runs/{run_id}/attempts/?valid=true&page_size=1000").json()["results"]
+    number = next(a["number"] for a in valid if a["id"] == best_id)
+    return api.get(f"/api/runs/{run_id}/attempts/{number}/").json()["program"]
+
+
 def assert_compare_page_diffs_the_best_programs(page, first: int, second: int) -> None:
     programs = page.locator(".best-submission pre").all_inner_texts()
     diff = page.locator(".code-diff")
-    assert len(programs) == 2
+    assert len(programs) == 2 and programs[0] != programs[1], "the second run improved on the first's best"
     assert f"run #{first} → run #{second}" in diff.locator("h3").inner_text()
     assert page.evaluate("document.getElementById('chart-best').data.length") == 2
     changed = diff.locator(".diff_add, .diff_chg, .diff_sub").count()
-    assert (changed > 0) == (programs[0] != programs[1])
+    assert changed >= 1, "the diff shows the lines that changed"
     widths = page.evaluate(f"[...document.querySelector('{DIFF_ROW}').cells].map((cell) => cell.offsetWidth)")
     assert widths[2] + widths[5] > 0.75 * sum(widths), f"the code columns are narrow: {widths}"

@@ -2,8 +2,9 @@
 of a private run and competition (pages, files, exports, the API, the websocket), and of a public run.
 
 A private object is a 404 to anyone but its owner, on pages, files and the API alike (its existence is not
-revealed); a run they may see but not control answers 403 to a cancel; the websocket closes with 4403.
-Actions that need a login send anonymous visitors to the login page (pages) or answer 401 (API).
+revealed); a run they may see but not control answers 403 to a cancel; the websocket, reached through the
+real ASGI stack with a browser's session cookie, closes with 4403. Actions that need a login send anonymous
+visitors to the login page (pages) or answer 401 (API), and store nothing.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
 from webapp.asgi import application
+from webapp.competitions import storage as competition_storage
+from webapp.competitions.models import Competition
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
@@ -191,16 +195,15 @@ def test_only_the_owner_can_open_the_clone_form_of_a_private_run(client_as, priv
 # --- the websocket -----------------------------------------------------------------------------
 
 
-def websocket_connects(run: Run, user) -> tuple[bool, int | None]:
-    """(accepted, close code) of a connection to the run's websocket as `user`."""
+def websocket_connects(run: Run, cookie: bytes) -> tuple[bool, int | None]:
+    """(accepted, close code) of a connection to the run's websocket, through the real ASGI application
+    (origin check, then Channels' session and auth middleware), sending `cookie` as its Cookie header."""
 
     async def scenario():
+        headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
         communicator = WebsocketCommunicator(
-            application,
-            f"/ws/runs/{run.id}/",
-            headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")],
+            application, f"/ws/runs/{run.id}/", headers=headers + ([(b"cookie", cookie)] if cookie else [])
         )
-        communicator.scope["user"] = user
         connected, code = await communicator.connect()
         if connected:
             snapshot = await communicator.receive_json_from(timeout=5)
@@ -211,19 +214,112 @@ def websocket_connects(run: Run, user) -> tuple[bool, int | None]:
     return async_to_sync(scenario)()
 
 
+@pytest.fixture
+def cookie_of(client, user_called):
+    """cookie_of(who) -> the Cookie header a browser sends once logged in as `who` (a real session stored in
+    the database); b"" for anonymous."""
+
+    def cookie(who: str) -> bytes:
+        user = user_called(who)
+        if not user.is_authenticated:
+            return b""
+        client.force_login(user)
+        name = settings.SESSION_COOKIE_NAME
+        return f"{name}={client.cookies[name].value}".encode()
+
+    return cookie
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("who", CAST)
-def test_the_websocket_of_a_private_run_streams_to_its_owner_and_closes_4403_on_anyone_else(
-    private_run, user_called, who
+def test_the_websocket_of_a_private_run_streams_to_its_owners_session_and_closes_4403_on_anyone_else(
+    private_run, cookie_of, who
 ):
-    connected, code = websocket_connects(private_run, user_called(who))
+    connected, code = websocket_connects(private_run, cookie_of(who))
     assert (connected, code) == ((True, None) if who == "owner" else (False, 4403))
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_websocket_treats_an_unknown_session_cookie_as_anonymous(private_run):
+    cookie = f"{settings.SESSION_COOKIE_NAME}=not-a-session".encode()
+    assert websocket_connects(private_run, cookie) == (False, 4403)
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("who", CAST)
-def test_the_websocket_of_a_public_run_streams_to_everyone(public_run, user_called, who):
-    assert websocket_connects(public_run, user_called(who))[0]
+def test_the_websocket_of_a_public_run_streams_to_everyone(public_run, cookie_of, who):
+    assert websocket_connects(public_run, cookie_of(who))[0]
+
+
+# --- writes through the API ----------------------------------------------------------------------
+
+
+def upload(client, make_bundle, make_zip, tmp_path, *, slug: str, name: str):
+    """POST a competition bundle (the tiny churn one, with this slug and name) to the API's upload."""
+    bundle = make_zip(make_bundle(spec={"slug": slug, "name": name}), tmp_path / f"{slug}.zip")
+    with open(bundle, "rb") as archive:
+        return client.post("/api/competitions/upload/", {"files": archive})
+
+
+@pytest.mark.django_db
+def test_an_anonymous_upload_through_the_api_is_a_401_and_stores_nothing(
+    client, make_bundle, make_zip, tmp_path
+):
+    response = upload(client, make_bundle, make_zip, tmp_path, slug="sneaky-churn", name="Sneaky")
+    assert response.status_code == 401
+    assert not Competition.objects.exists()
+    assert not competition_storage.competition_dir("sneaky-churn").exists()
+
+
+@pytest.mark.django_db
+def test_another_user_cannot_replace_a_private_competition_by_uploading_its_slug(
+    client_as, competition, owner, make_bundle, make_zip, tmp_path
+):
+    """Refused as the upload page refuses it (400, the slug is taken); the owner's competition stays."""
+    response = upload(
+        client_as("stranger"), make_bundle, make_zip, tmp_path, slug=competition.slug, name="Mine"
+    )
+    assert response.status_code == 400 and "already taken" in response.json()["error"]
+    assert list(Competition.objects.values_list("slug", "name", "owner")) == [
+        (competition.slug, competition.name, owner.id)
+    ]
+
+
+def start_run_through_the_api(client, competition_slug: str, config: dict | None = None):
+    body = {"competitions": [competition_slug], "config": {"attempts": 2, **(config or {})}}
+    return client.post("/api/runs/", body, content_type="application/json")
+
+
+@pytest.mark.django_db
+def test_an_anonymous_run_start_through_the_api_is_a_401_and_stores_nothing(client_as, competition):
+    response = start_run_through_the_api(client_as("anonymous"), competition.slug)
+    assert response.status_code == 401
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_another_user_cannot_start_a_run_on_a_private_competition_through_the_api(client_as, competition):
+    """Answered as a competition that does not exist (400, as the start page's form answers): the private
+    one is not revealed, and no run is stored."""
+    client = client_as("stranger")
+    private = start_run_through_the_api(client, competition.slug)
+    missing = start_run_through_the_api(client, "no-such-competition")
+    assert private.status_code == missing.status_code == 400
+    assert private.json()["error"] == missing.json()["error"].replace("no-such-competition", competition.slug)
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_another_user_cannot_start_a_run_from_a_private_runs_policy_through_the_api(
+    client_as, private_run, stranger, competition
+):
+    competition.is_public = True
+    competition.save()
+    response = start_run_through_the_api(
+        client_as("stranger"), competition.slug, {"warm_start": f"run:{private_run.id}"}
+    )
+    assert response.status_code == 400 and "not yours" in response.json()["error"]
+    assert not Run.objects.filter(owner=stranger).exists()
 
 
 # --- a public run ------------------------------------------------------------------------------

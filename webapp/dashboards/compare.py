@@ -23,7 +23,16 @@ def parse_run_ids(raw: str) -> list[int]:
     [3, 1, 2]
     """
     ids = [int(part) for part in raw.split(",") if part.strip().isdigit()]
-    return list(dict.fromkeys(ids))[:MAX_RUNS]
+    return list(dict.fromkeys(ids))
+
+
+def split_at_limit(ids: list[int], limit: int = MAX_RUNS) -> tuple[list[int], list[int]]:
+    """(the ids the page compares, the ones it leaves out and says so): at most `limit`, the first asked.
+
+    >>> split_at_limit([5, 4, 3], limit=2)
+    ([5, 4], [3])
+    """
+    return ids[:limit], ids[limit:]
 
 
 def run_curve(run: Run) -> dict[str, Any]:

@@ -116,14 +116,16 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def compare_page(request: HttpRequest) -> HttpResponse:
-    """`/compare/?runs=1,2,3[&all=1]`: the visible runs among those asked, side by side."""
-    runs = selectors.runs_get_visible(
-        run_ids=compare.parse_run_ids(request.GET.get("runs", "")), user=request.user
-    )
+    """`/compare/?runs=1,2,3[&all=1]`: the visible runs among the first MAX_RUNS asked, side by side; the
+    page names the ids it left out."""
+    run_ids, dropped = compare.split_at_limit(compare.parse_run_ids(request.GET.get("runs", "")))
+    runs = selectors.runs_get_visible(run_ids=run_ids, user=request.user)
     show_all = request.GET.get("all") == "1"
     competitions = visible_competitions_of(runs, request)
     context = {
         "runs": runs,
+        "dropped": dropped,
+        "max_runs": compare.MAX_RUNS,
         "run_ids": ",".join(str(r.id) for r in runs),
         "show_all": show_all,
         "curves": [compare.run_curve(run) for run in runs],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from webapp.competitions import selectors as competition_selectors
 from webapp.runs import selectors, services
 from webapp.runs.models import Attempt, Run
-from webapp.runs.payloads import attempt_detail, attempt_summary, run_summary
+from webapp.runs.payloads import attempt_detail, attempt_summary, learner_step_summary, run_summary
 from webapp.runs.quotas import QuotaExceeded
 
 JSON_OBJECT = OpenApiTypes.OBJECT
@@ -123,8 +123,7 @@ class RunList(APIView):
         responses={201: JSON_OBJECT},
     )
     def post(self, request):
-        if not request.user.is_authenticated:
-            return Response({"error": "Log in to start a run."}, status=status.HTTP_403_FORBIDDEN)
+        # Anonymous visitors never get here: the default IsAuthenticatedOrReadOnly answers them 401.
         form = RunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         slugs = form.validated_data["competitions"]
@@ -203,16 +202,21 @@ class AttemptDetail(APIView):
 class RunMetrics(APIView):
     @extend_schema(
         operation_id="runs_metrics_list",
-        summary="A run's learner updates (namespaced metrics: losses/policy, charts/entropy, ...)",
-        parameters=[param("after", "Only updates with a policy version above this.", OpenApiTypes.INT)],
-        responses={200: inline_serializer("MetricHistory", {"results": serializers.ListField()})},
+        summary="A run's learner updates, paginated (namespaced metrics: losses/policy, charts/entropy, ...)",
+        parameters=[
+            *PAGES,
+            param("after", "Only updates with a policy version above this.", OpenApiTypes.INT),
+        ],
+        responses={200: JSON_OBJECT},
     )
     def get(self, request, run_id: int):
-        steps = selectors.run_metric_history(run=visible_run(request, run_id))
+        steps = selectors.run_learner_steps(run=visible_run(request, run_id))
         after = request.query_params.get("after", "")
         if after.isdigit():
-            steps = [s for s in steps if s["version"] > int(after)]
-        return Response({"results": steps})
+            steps = steps.filter(version__gt=int(after))
+        paginator = Pages()
+        page = paginator.paginate_queryset(steps, request, view=self)
+        return paginator.get_paginated_response([learner_step_summary(s) for s in page])
 
 
 class WarmStartList(APIView):

@@ -1,7 +1,10 @@
 """Live events: every state change of a run is pushed to `/ws/runs/<id>/` viewers after it commits.
 
 Each event carries the run's next sequence number (`seq`), taken inside the same transaction as the
-change, so a browser that sees a gap knows it missed something and resynchronises from the API.
+change, so a browser that sees a gap knows it missed something and resynchronises. Taking it updates the
+run row, whose lock the transaction then holds until it commits: events commit in seq order, and a
+database snapshot holds a change exactly when it holds that change's seq (what makes a run page's
+snapshot, webapp.runs.selectors.run_snapshot, agree with its seq).
 """
 
 from __future__ import annotations
@@ -24,7 +27,12 @@ def run_group_name(run_id: int) -> str:
 
 
 def next_seq(run_id: int) -> int:
-    """Reserve the next sequence number; call inside the transaction that makes the change."""
+    """Reserve the next sequence number; call inside the transaction that makes the change (RuntimeError
+    outside one: a seq committed apart from its change would let a snapshot count the change twice)."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError(
+            f"run {run_id}: an event's seq must be taken inside the transaction of its change."
+        )
     Run.objects.filter(id=run_id).update(event_seq=F("event_seq") + 1)
     return Run.objects.filter(id=run_id).values_list("event_seq", flat=True).get()
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 
 from rl_core.adapters import list_warm_starts
@@ -51,8 +54,13 @@ def run_attempts(*, run: Run) -> QuerySet[Attempt]:
     return run.attempts.select_related("competition").order_by("number")
 
 
+def run_learner_steps(*, run: Run) -> QuerySet[LearnerStep]:
+    """The run's learner updates, oldest policy version first."""
+    return LearnerStep.objects.filter(run=run).order_by("version")
+
+
 def run_metric_history(*, run: Run) -> list[dict[str, Any]]:
-    return [learner_step_summary(step) for step in LearnerStep.objects.filter(run=run).order_by("version")]
+    return [learner_step_summary(step) for step in run_learner_steps(run=run)]
 
 
 def downsample(items: list, limit: int = MAX_CHART_POINTS) -> list:
@@ -125,20 +133,46 @@ def run_snapshot(*, run: Run) -> dict[str, Any]:
     already includes. Bounded in size and cost however long the run: `attempts` holds at most
     MAX_CHART_POINTS (the newest RECENT_IN_FULL as full summaries, older ones evenly spaced as chart
     points) and `metrics` at most MAX_METRIC_POINTS updates; `stats` and `best_steps` are exact over
-    every attempt, counted in the database rather than over model instances."""
-    run = Run.objects.select_related("owner").get(id=run.id)  # fresh, with the latest seq
-    summary = run_summary(run)
-    ids = list(run.attempts.order_by("number").values_list("id", flat=True))
-    return {
-        "type": "snapshot",
-        "seq": run.event_seq,
-        "run": summary,
-        "attempts": snapshot_attempts(run=run, ids=ids),
-        "attempts_total": len(ids),
-        "stats": run_attempt_stats(run=run),
-        "best_steps": run_best_score_steps(run=run, higher_is_better=summary["higher_is_better"]),
-        "metrics": run_metric_points(run=run),
-    }
+    every attempt, counted in the database rather than over model instances.
+
+    Every part is read from one database snapshot together with `seq` (`one_snapshot`), so an attempt
+    finishing meanwhile is either in the counts with its event's seq <= `seq`, or in neither: the page,
+    which applies only events above `seq`, never counts it twice."""
+    with one_snapshot():
+        run = Run.objects.select_related("owner").get(id=run.id)  # the first read fixes the snapshot
+        summary = run_summary(run)
+        ids = list(run.attempts.order_by("number").values_list("id", flat=True))
+        return {
+            "type": "snapshot",
+            "seq": run.event_seq,
+            "run": summary,
+            "attempts": snapshot_attempts(run=run, ids=ids),
+            "attempts_total": len(ids),
+            "stats": run_attempt_stats(run=run),
+            "best_steps": run_best_score_steps(run=run, higher_is_better=summary["higher_is_better"]),
+            "metrics": run_metric_points(run=run),
+        }
+
+
+@contextmanager
+def one_snapshot() -> Iterator[None]:
+    """Make every query inside read the database as of one moment, the first query's.
+
+    On PostgreSQL: a read-only transaction at REPEATABLE READ, whose snapshot is taken at its first query
+    (at the default READ COMMITTED each query would see whatever committed just before it). On SQLite a
+    transaction already reads one snapshot. Live events are consistent with it because webapp.runs.events
+    takes an event's seq in the transaction that makes its change, under the run row's lock: a snapshot
+    sees a change exactly when it sees that change's seq. Inside a transaction the caller already opened,
+    its isolation can no longer be chosen; the queries then simply run in it.
+    """
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        yield
 
 
 def snapshot_attempts(*, run: Run, ids: list[int]) -> list[dict[str, Any]]:
@@ -173,9 +207,10 @@ def run_best_score_steps(*, run: Run, higher_is_better: bool) -> list[dict[str, 
 
 def run_metric_points(*, run: Run) -> list[dict[str, Any]]:
     """The run's learner updates for its charts: at most MAX_METRIC_POINTS, evenly spaced, the newest kept."""
-    versions = list(LearnerStep.objects.filter(run=run).order_by("version").values_list("version", flat=True))
-    chosen = LearnerStep.objects.filter(run=run, version__in=downsample(versions, MAX_METRIC_POINTS))
-    return [learner_step_summary(step) for step in chosen.order_by("version")]
+    steps = run_learner_steps(run=run)
+    versions = list(steps.values_list("version", flat=True))
+    chosen = steps.filter(version__in=downsample(versions, MAX_METRIC_POINTS))
+    return [learner_step_summary(step) for step in chosen]
 
 
 def runs_get_visible(*, run_ids: list[int], user: User | AnonymousUser) -> list[Run]:

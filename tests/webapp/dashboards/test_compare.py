@@ -3,12 +3,15 @@ submissions with a code diff, and a leaderboard per competition."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.urls import reverse
 
 from webapp.dashboards import compare
+from webapp.runs import services
+from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +90,26 @@ def test_the_attempts_axis_counts_finished_attempts_so_a_curve_never_runs_backwa
     Attempt.objects.filter(id=first.id).update(finished_at=second.finished_at + timedelta(seconds=1))
     points = compare.run_curve(run)["points"]
     assert [(p["finished"], p["number"]) for p in points] == [(1, second.number), (2, first.number)]
+
+
+def runs_of(owner, competition, count: int) -> list:
+    config = RunConfig(attempts=4).to_dict()
+    return [
+        services.run_create(owner=owner, competitions=[competition], policy="grammar", config=config)
+        for _ in range(count)
+    ]
+
+
+def test_the_page_names_the_runs_it_left_out_beyond_its_limit(as_user, owner, competition):
+    runs = runs_of(owner, competition, compare.MAX_RUNS + 2)
+    response = as_user(owner).get(compare_url(*runs))
+    assert response.context["runs"] == runs[: compare.MAX_RUNS]
+    notice = re.search(r'<p [^>]*id="compare-dropped"[^>]*>(.*?)</p>', response.content.decode(), re.S)
+    assert notice is not None, "the page says that it dropped runs"
+    text = " ".join(notice.group(1).split())
+    assert f"at most {compare.MAX_RUNS} runs: 2 more asked for were left out" in text
+    assert f"#{runs[-2].id}, #{runs[-1].id}" in text
+
+
+def test_the_page_shows_no_notice_when_every_run_asked_for_is_compared(as_user, owner, run, other_run):
+    assert b'id="compare-dropped"' not in as_user(owner).get(compare_url(run, other_run)).content

@@ -1,5 +1,7 @@
 // The live run page: one websocket, a snapshot on connect, then incremental events ordered by `seq`.
-// A gap in seq (or a reconnect) asks the server for a fresh snapshot, so nothing is ever double-counted.
+// Events with seq <= the snapshot's are already in it and are skipped. A gap in seq asks the server for a
+// fresh snapshot, once: until it arrives events are dropped, since it includes every one sent before it
+// (a reconnect brings its own snapshot). So nothing is ever double-counted.
 // The snapshot's chart history is downsampled by the server; its `stats` (finished, valid, stage counts)
 // and `best_steps` (every improvement of the best score) are exact and are kept up to date from events.
 // Once the page holds too many points it asks for a fresh (re-downsampled) snapshot. Redraws are
@@ -14,13 +16,13 @@
   const state = { seq: 0, attempts: new Map(), metrics: new Map(), total: 0, run: null,
     stats: { finished: 0, valid: 0, stages: {} }, bestSteps: [] };
   const $ = (id) => document.getElementById(id);
-  let socket = null, retryMs = 500, drawTimer = null, lastDraw = 0, page = 1;
+  let socket = null, retryMs = 500, drawTimer = null, lastDraw = 0, page = 1, awaitingSnapshot = true;
   window.practicum = { state, charts: 0 };
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/runs/${runId}/`);
-    socket.onopen = () => { retryMs = 500; $("live").textContent = "live"; };
+    socket.onopen = () => { retryMs = 500; awaitingSnapshot = true; $("live").textContent = "live"; };
     socket.onclose = (event) => {
       $("live").textContent = event.code === 4403 ? "not allowed" : "reconnecting…";
       if (event.code !== 4403) setTimeout(connect, retryMs = Math.min(retryMs * 2, 8000));
@@ -28,11 +30,15 @@
     socket.onmessage = (event) => receive(JSON.parse(event.data));
   }
 
-  const resync = () => socket.send(JSON.stringify({ type: "resync" }));
+  function resync() {
+    if (awaitingSnapshot) return;  // one is on its way
+    awaitingSnapshot = true;
+    socket.send(JSON.stringify({ type: "resync" }));
+  }
 
   function receive(message) {
     if (message.type === "snapshot") return applySnapshot(message);
-    if (message.seq <= state.seq) return;  // already included in the snapshot
+    if (awaitingSnapshot || message.seq <= state.seq) return;  // included in the snapshot (on its way)
     if (message.seq > state.seq + 1) return resync();
     state.seq = message.seq;
     if (message.type === "attempt") applyAttempt(message.attempt, message.best_score);
@@ -63,6 +69,7 @@
   }
 
   function applySnapshot(snapshot) {
+    awaitingSnapshot = false;
     Object.assign(state, { seq: snapshot.seq, run: snapshot.run, total: snapshot.attempts_total,
       stats: snapshot.stats, bestSteps: snapshot.best_steps,
       attempts: new Map(snapshot.attempts.map((a) => [a.id, a])),
