@@ -139,10 +139,35 @@ def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float(skm.balanced_accuracy_score(*_encoded(y_true, y_pred)))
 
 
+def _binary_answers(labels: np.ndarray) -> np.ndarray:
+    """(N,) bools of the positive answers; ValueError unless the labels are 0 and 1 with a 1 among them.
+
+    Any other labels (``"yes"``/``"no"``, 1/2) would leave F1 scoring every submission 0.0.
+    """
+    numeric = labels.dtype.kind in "biuf"
+    positive = _is_positive(labels)
+    negative = labels == 0 if numeric else labels.astype(str) == "0"
+    rest = labels[~(positive | negative)]
+    others = np.unique(rest if numeric else rest.astype(str))
+    if others.size:
+        shown = ", ".join(f"{label:g}" if numeric else repr(str(label)) for label in others[:3])
+        more = ", ..." if others.size > 3 else ""
+        raise ValueError(f"F1 needs the labels 0 and 1 (1 is the positive label), not {shown}{more}.")
+    if not positive.any():
+        raise ValueError("F1 needs the positive label 1 among the answers, which hold only 0.")
+    return positive
+
+
 @_quiet
 def f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """Binary F1 of the positive label 1 (0.0 when it is never predicted nor present)."""
-    positive_true, positive_pred = _is_positive(_only_column(y_true)), _is_positive(_only_column(y_pred))
+    """Binary F1 of the positive label 1 against 0; ValueError for answers with other labels or no 1.
+
+    >>> f1(np.array([["yes"], ["no"]]), np.array([["yes"], ["no"]]))
+    Traceback (most recent call last):
+    ValueError: F1 needs the labels 0 and 1 (1 is the positive label), not 'no', 'yes'.
+    """
+    positive_true = _binary_answers(_only_column(y_true))
+    positive_pred = _is_positive(_only_column(y_pred))
     return float(skm.f1_score(positive_true, positive_pred, zero_division=0.0))
 
 
@@ -160,7 +185,7 @@ def quadratic_weighted_kappa(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     expected disagreement: answers and predictions hold one and the same label.
     """
     if y_true.dtype.kind not in "biuf" or y_pred.dtype.kind not in "biuf":
-        raise ValueError("Quadratic weighted kappa needs numeric (ordinal) labels.")
+        raise ValueError("Quadratic weighted kappa needs numeric (ordinal) labels like 0, 1, 2, not text.")
     return float(skm.cohen_kappa_score(*_encoded(y_true, y_pred), weights="quadratic"))
 
 
@@ -170,7 +195,7 @@ def quadratic_weighted_kappa(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 def _binary_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """ROC AUC of (N,) scores against (N,) 0/1 labels; ValueError when the labels hold one class only."""
     if np.unique(labels).size < 2:
-        raise ValueError("ROC AUC is undefined for answers that hold a single class.")
+        raise ValueError("ROC AUC needs answers with both labels 0 and 1, not a single class.")
     return float(skm.roc_auc_score(labels, scores))
 
 

@@ -8,13 +8,19 @@ private/           answers.csv (hidden)
 leaderboard.csv    optional: a Kaggle leaderboard export with a `score` column
 ```
 `validate_bundle` reads, never writes; every rejection is a `BundleError` whose message is one sentence
-naming the file and the problem. Plain Python and pandas: no models, no database.
+naming the file and the problem. Every public `*.csv` must parse. A cell counts as missing exactly when the
+grader says so (`rl_core.grading.MISSING_SPELLINGS`), and the answers must be scorable by the metric: the
+bundle is graded with its own sample submission, and whatever the grader refuses in the answers (text for
+a value metric, a single class for ROC AUC, labels other than 0 and 1 for F1 ...) rejects the bundle.
+Plain Python and pandas: no models, no database.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +28,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from rl_core.grading import GradingSpec, grade_submission
+from rl_core.grading import MISSING_SPELLINGS, GradingSpec, grade_submission
 from rl_core.leaderboard import load_leaderboard_scores
 from rl_core.metrics import UnknownMetricError, get_metric
 
@@ -30,6 +36,7 @@ SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 REQUIRED_PUBLIC = ("train.csv", "test.csv", "sample_submission.csv")
 DEFAULT_TIME_LIMIT_S = 600.0
 DEFAULT_MEMORY_MB = 4096
+CSV_CHUNK_ROWS = 100_000  # extra public CSVs are parsed in chunks of this many rows, to bound memory
 
 
 class BundleError(ValueError):
@@ -82,20 +89,21 @@ def validate_bundle(root: Path, limits: BundleLimits = BundleLimits()) -> Valida
     check_tree(root, limits)
     spec = parse_spec(root / "competition.yaml")
     description = read_description(root / "description.md")
-    frames = {name: read_csv(root / "public" / name) for name in REQUIRED_PUBLIC}
-    answers = read_csv(root / "private" / "answers.csv")
+    frames = {name: read_csv(root / "public" / name, f"public/{name}") for name in REQUIRED_PUBLIC}
+    answers = read_csv(root / "private" / "answers.csv", "private/answers.csv")
     check_ids(spec, frames["test.csv"], "public/test.csv")
     check_ids(spec, frames["sample_submission.csv"], "public/sample_submission.csv")
     check_ids(spec, answers, "private/answers.csv")
     check_answers(spec, answers, frames["test.csv"])
     check_sample_submission(spec, frames["sample_submission.csv"], frames["test.csv"])
+    public_files = list_public_files(root / "public", frames)
     baseline = baseline_score(spec, root)
     leaderboard = root / "leaderboard.csv"
     return ValidatedBundle(
         root=root,
         spec=spec,
         description=description,
-        public_files=list_public_files(root / "public", frames),
+        public_files=public_files,
         answers_path=root / "private" / "answers.csv",
         leaderboard_path=leaderboard if leaderboard.is_file() else None,
         leaderboard_scores=read_leaderboard(leaderboard) if leaderboard.is_file() else None,
@@ -145,7 +153,7 @@ def parse_spec(path: Path) -> BundleSpec:
     slug = require_str(raw, "slug")
     if not SLUG_RE.match(slug) or len(slug) > 80:
         raise BundleError(f"competition.yaml: slug {slug!r} must be lowercase letters, digits and dashes.")
-    return BundleSpec(
+    spec = BundleSpec(
         name=require_str(raw, "name"),
         slug=slug,
         metric=metric,
@@ -154,6 +162,16 @@ def parse_spec(path: Path) -> BundleSpec:
         time_limit_s=require_positive(raw, "time_limit_s", DEFAULT_TIME_LIMIT_S),
         memory_mb=int(require_positive(raw, "memory_mb", DEFAULT_MEMORY_MB)),
     )
+    check_grading(spec)
+    return spec
+
+
+def check_grading(spec: BundleSpec) -> GradingSpec:
+    """The grading spec, once sure the metric takes this many target columns, none of them the id."""
+    try:
+        return spec.grading
+    except ValueError as error:
+        raise BundleError(f"competition.yaml: {lowercase_first(one_line(error))}") from None
 
 
 def require_str(raw: dict[str, Any], field: str) -> str:
@@ -198,18 +216,38 @@ def read_description(path: Path) -> str:
     return text
 
 
-def read_csv(path: Path) -> pd.DataFrame:
-    """Parse a CSV with every column as text, so ids like "007" survive."""
-    label = f"{path.parent.name}/{path.name}"
+def read_csv(path: Path, label: str) -> pd.DataFrame:
+    """Parse a CSV with every column as text, so ids like "007" survive (`is_missing` finds empty cells)."""
+    with csv_errors(label):
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if frame.empty:
+        raise BundleError(f"{label}: the file has a header but no rows.")
+    return frame
+
+
+def count_csv_rows(path: Path, label: str) -> int:
+    """Parse a whole CSV, a chunk at a time, and return its number of data rows."""
+    with (
+        csv_errors(label),
+        pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=CSV_CHUNK_ROWS) as chunks,
+    ):
+        return sum(len(chunk) for chunk in chunks)
+
+
+@contextmanager
+def csv_errors(label: str) -> Iterator[None]:
+    """Turn pandas' parse errors into one BundleError sentence naming the file."""
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        yield
     except pd.errors.EmptyDataError:
         raise BundleError(f"{label}: the file is empty.") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
         raise BundleError(f"{label}: not a readable CSV ({one_line(error)}).") from None
-    if frame.empty:
-        raise BundleError(f"{label}: the file has a header but no rows.")
-    return frame
+
+
+def is_missing(cells: pd.Series) -> pd.Series:
+    """(N,) bools: which cells the grader reads as empty (blank, or "nan", "NaN", "<NA>" once stripped)."""
+    return cells.fillna("").str.strip().isin(MISSING_SPELLINGS)
 
 
 def check_ids(spec: BundleSpec, frame: pd.DataFrame, label: str) -> None:
@@ -218,7 +256,7 @@ def check_ids(spec: BundleSpec, frame: pd.DataFrame, label: str) -> None:
             f"{label}: has no id column {spec.id_column!r} (columns: {', '.join(frame.columns)})."
         )
     ids = frame[spec.id_column]
-    if ids.isna().any():
+    if is_missing(ids).any():
         raise BundleError(f"{label}: the id column {spec.id_column!r} has empty values.")
     duplicated = ids[ids.duplicated()].unique()
     if len(duplicated):
@@ -230,7 +268,7 @@ def check_answers(spec: BundleSpec, answers: pd.DataFrame, test: pd.DataFrame) -
     if missing_columns:
         raise BundleError(f"private/answers.csv: missing target columns {', '.join(missing_columns)}.")
     check_same_ids(answers[spec.id_column], test[spec.id_column], "private/answers.csv", "public/test.csv")
-    empty = answers[list(spec.target_columns)].isna().any(axis=1)
+    empty = answers[list(spec.target_columns)].apply(is_missing).any(axis=1)
     if empty.any():
         ids = sample_of(answers.loc[empty, spec.id_column])
         raise BundleError(f"private/answers.csv: {int(empty.sum())} rows have missing targets (ids {ids}).")
@@ -265,9 +303,16 @@ def check_same_ids(ids: pd.Series, reference: pd.Series, label: str, reference_l
 
 
 def baseline_score(spec: BundleSpec, root: Path) -> float:
-    """The sample submission's score: the 'trivial baseline' of the normalized reward."""
+    """The sample submission's score: the 'trivial baseline' of the normalized reward.
+
+    The grader raises ValueError only for answers it cannot use (values of the wrong kind for the metric,
+    or answers the metric is undefined for), so that is reported against private/answers.csv.
+    """
     sample, answers = root / "public" / "sample_submission.csv", root / "private" / "answers.csv"
-    grade = grade_submission(sample, answers, spec.grading)
+    try:
+        grade = grade_submission(sample, answers, spec.grading)
+    except ValueError as error:
+        raise BundleError(f"private/answers.csv: {lowercase_first(one_line(error))}") from None
     if not grade.valid or grade.score is None:
         raise BundleError(f"public/sample_submission.csv: cannot be graded ({grade.error}).")
     return grade.score
@@ -281,10 +326,16 @@ def read_leaderboard(path: Path) -> tuple[float, ...]:
 
 
 def list_public_files(public: Path, frames: dict[str, pd.DataFrame]) -> tuple[PublicFile, ...]:
+    """Every public file with its size; each CSV not read yet is parsed here, so every one is checked."""
     files = []
     for path in sorted(p for p in public.rglob("*") if p.is_file()):
         name = path.relative_to(public).as_posix()
-        rows = len(frames[name]) if name in frames else None
+        if name in frames:
+            rows: int | None = len(frames[name])
+        elif path.suffix.lower() == ".csv":
+            rows = count_csv_rows(path, f"public/{name}")
+        else:
+            rows = None
         files.append(PublicFile(name=name, size_bytes=path.stat().st_size, rows=rows))
     return tuple(files)
 
@@ -296,6 +347,15 @@ def sample_of(values: Any, n: int = 3) -> str:
 
 def one_line(error: Exception) -> str:
     return " ".join(str(error).split())[:200]
+
+
+def lowercase_first(sentence: str) -> str:
+    """A sentence made to follow "file: ", as every BundleError reads (an acronym keeps its capitals).
+
+    >>> lowercase_first("The metric 'f1' needs 0 and 1."), lowercase_first("ROC AUC needs 0 and 1.")
+    ("the metric 'f1' needs 0 and 1.", 'ROC AUC needs 0 and 1.')
+    """
+    return sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
 
 
 def human_bytes(n: float) -> str:

@@ -26,6 +26,8 @@ from webapp.competitions.models import Competition
 
 ROOT_FILES = {"competition.yaml", "description.md", "leaderboard.csv"}
 PRIVATE_FILES = {"answers.csv"}
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 
 def bundle_limits() -> BundleLimits:
@@ -158,4 +160,17 @@ def assemble(bundle: ValidatedBundle, target: Path) -> Path:
         shutil.copyfile(bundle.leaderboard_path, target / "private" / "leaderboard.csv")
     shutil.copyfile(bundle.root / "competition.yaml", target / "competition.yaml")
     shutil.copyfile(bundle.root / "description.md", target / "description.md")
+    restrict_to_owner(target / "private")
     return target
+
+
+def restrict_to_owner(folder: Path) -> None:
+    """Only the worker's own user may enter `folder` (0700) and read its files (0600).
+
+    Without bubblewrap the sandbox runs programs under uids of their own on the host's filesystem
+    (`rl_core.sandbox`'s "rlimits" level), so the answers must not be world-readable. The staging folder
+    is already private (mkdtemp), so there is no moment at which the files are open to others.
+    """
+    for path in folder.iterdir():
+        path.chmod(PRIVATE_FILE_MODE)
+    folder.chmod(PRIVATE_DIR_MODE)

@@ -4,7 +4,8 @@
 <data dir>/competitions/<slug>/
     competition.yaml  description.md
     public/           what programs see at ./input and users may download
-    private/          answers.csv (and leaderboard.csv): read by the grader only, never served
+    private/          answers.csv (and leaderboard.csv): read by the grader only, never served;
+                      mode 0700 and its files 0600, so programs under other uids cannot read them
 ```
 Workers on other machines see the same tree when PRACTICUM_DATA_DIR is a shared filesystem.
 """

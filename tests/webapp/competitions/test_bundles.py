@@ -123,3 +123,107 @@ def test_it_rejects_too_many_files(make_bundle):
 def test_it_rejects_a_bundle_over_the_size_limit(make_bundle):
     message = rejection(make_bundle(), BundleLimits(max_total_bytes=100))
     assert message.startswith("The bundle is 383 B; at most 100 B is allowed.")
+
+
+# -- answers the metric cannot score ---------------------------------------------------------------------
+
+
+def test_it_rejects_text_answers_for_a_value_metric(make_bundle):
+    answers = "id,churned\n10,low\n11,high\n12,0\n13,1\n"
+    message = rejection(make_bundle(spec={"metric": "rmse"}, files={"private/answers.csv": answers}))
+    assert message == (
+        "private/answers.csv: column 'churned' of the answers file must hold numbers, "
+        "which ids '10' ('low'), '11' ('high') do not."
+    )
+
+
+def test_it_rejects_answers_with_a_single_class_for_roc_auc(make_bundle):
+    answers = "id,churned\n10,0\n11,0\n12,0\n13,0\n"
+    message = rejection(make_bundle(spec={"metric": "roc_auc"}, files={"private/answers.csv": answers}))
+    assert message.startswith("private/answers.csv: the metric 'roc_auc' cannot score these answers")
+    assert message.endswith("ROC AUC needs answers with both labels 0 and 1, not a single class.")
+
+
+def test_it_rejects_text_labels_for_quadratic_weighted_kappa(make_bundle):
+    files = {
+        "private/answers.csv": "id,churned\n10,low\n11,high\n12,low\n13,high\n",
+        "public/sample_submission.csv": "id,churned\n10,low\n11,low\n12,low\n13,low\n",
+    }
+    message = rejection(make_bundle(spec={"metric": "quadratic_weighted_kappa"}, files=files))
+    assert message.startswith("private/answers.csv: ")
+    assert "needs numeric (ordinal) labels" in message
+
+
+@pytest.mark.parametrize("spelling", ["NaN", "nan", "<NA>", " nan "])
+def test_it_reads_every_missing_value_spelling_of_the_grader_as_a_missing_answer(make_bundle, spelling):
+    answers = f"id,churned\n10,0\n11,{spelling}\n12,0\n13,1\n"
+    message = rejection(make_bundle(files={"private/answers.csv": answers}))
+    assert message == "private/answers.csv: 1 rows have missing targets (ids 11)."
+
+
+def test_it_rejects_na_answers_for_a_value_metric(make_bundle):
+    answers = "id,churned\n10,0\n11,NA\n12,0\n13,1\n"
+    message = rejection(make_bundle(spec={"metric": "rmse"}, files={"private/answers.csv": answers}))
+    assert message.startswith("private/answers.csv: column 'churned' of the answers file must hold numbers")
+    assert "'11' ('NA')" in message
+
+
+def test_it_rejects_an_id_spelled_as_a_missing_value(make_bundle):
+    test = "id,age,plan\n10,41,basic\nnan,57,pro\n12,33,basic\n13,48,pro\n"
+    message = rejection(make_bundle(files={"public/test.csv": test}))
+    assert message == "public/test.csv: the id column 'id' has empty values."
+
+
+@pytest.mark.parametrize(
+    ("labels", "shown"), [(("yes", "no", "yes", "no"), "'no', 'yes'"), ((1, 2, 1, 2), "2")]
+)
+def test_it_rejects_f1_answers_that_are_not_the_labels_0_and_1(make_bundle, labels, shown):
+    answers = "id,churned\n" + "".join(
+        f"{i},{label}\n" for i, label in zip(range(10, 14), labels, strict=True)
+    )
+    sample = "id,churned\n" + "".join(f"{i},{labels[1]}\n" for i in range(10, 14))
+    files = {"private/answers.csv": answers, "public/sample_submission.csv": sample}
+    message = rejection(make_bundle(spec={"metric": "f1"}, files=files))
+    assert message == (
+        "private/answers.csv: the metric 'f1' cannot score these answers: "
+        f"F1 needs the labels 0 and 1 (1 is the positive label), not {shown}."
+    )
+
+
+def test_it_rejects_f1_answers_without_the_positive_label(make_bundle):
+    answers = "id,churned\n10,0\n11,0\n12,0\n13,0\n"
+    message = rejection(make_bundle(spec={"metric": "f1"}, files={"private/answers.csv": answers}))
+    assert message.endswith("F1 needs the positive label 1 among the answers, which hold only 0.")
+
+
+def test_it_accepts_f1_answers_of_0_and_1(make_bundle):
+    assert validate_bundle(make_bundle(spec={"metric": "f1"})).baseline_score == 0.0
+
+
+def test_it_rejects_a_metric_that_cannot_grade_that_many_target_columns(make_bundle):
+    message = rejection(make_bundle(spec={"metric": "roc_auc_ovr"}))
+    assert message == "competition.yaml: the metric 'roc_auc_ovr' cannot grade 1 target column(s)."
+
+
+def test_it_rejects_an_id_column_that_is_also_a_target(make_bundle):
+    message = rejection(make_bundle(spec={"target_columns": ["id"]}))
+    assert message.startswith("competition.yaml: the grading spec's target columns ['id']")
+
+
+# -- every public CSV ------------------------------------------------------------------------------------
+
+
+def test_it_rejects_another_public_csv_that_does_not_parse(make_bundle):
+    garbage = b'id,name\n1,"unclosed\n2,x\n' + bytes(range(200, 256))
+    message = rejection(make_bundle(files={"public/extra/labels.csv": garbage}))
+    assert message.startswith("public/extra/labels.csv: not a readable CSV")
+
+
+def test_it_rejects_another_public_csv_that_is_empty(make_bundle):
+    assert rejection(make_bundle(files={"public/stores.csv": ""})) == "public/stores.csv: the file is empty."
+
+
+def test_it_counts_the_rows_of_every_public_csv(make_bundle):
+    bundle = validate_bundle(make_bundle(files={"public/stores.csv": "store,city\n1,Oslo\n2,Rome\n"}))
+    rows = {f.name: f.rows for f in bundle.public_files}
+    assert (rows["stores.csv"], rows["train.csv"], rows["test.csv"]) == (2, 6, 4)

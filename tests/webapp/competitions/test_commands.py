@@ -169,3 +169,43 @@ def test_execute_with_an_lm_instrumenter_keeps_the_ast_markers_when_the_lm_chang
     args = ("execute", "tiny-churn", str(tmp_path / "solution.py"), "--instrumenter", "lm", "--model", model)
     report = run_json(*args)
     assert (report["instrumentation"], report["stages"], report["valid"]) == ("ast", STAGES, True)
+
+
+def test_import_competition_exits_2_for_answers_the_metric_cannot_score(make_bundle):
+    bundle = make_bundle(
+        spec={"metric": "roc_auc"}, files={"private/answers.csv": "id,churned\n10,0\n11,0\n12,0\n13,0\n"}
+    )
+    with pytest.raises(CommandError) as caught:
+        run_json("import_competition", str(bundle))
+    assert caught.value.returncode == 2
+    assert str(caught.value).startswith(
+        "private/answers.csv: the metric 'roc_auc' cannot score these answers"
+    )
+    assert Competition.objects.count() == 0
+
+
+def test_the_real_import_command_rejects_unscorable_answers_in_one_line(make_bundle, tmp_path):
+    """Through a real process: exit 2 and one line on stderr, never a traceback."""
+    bundle = make_bundle(
+        spec={"metric": "f1"},
+        files={
+            "private/answers.csv": "id,churned\n10,no\n11,yes\n12,no\n13,yes\n",
+            "public/sample_submission.csv": "id,churned\n10,no\n11,no\n12,no\n13,no\n",
+        },
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PRACTICUM_DATA_DIR": str(tmp_path / "data"),
+        "DATABASE_URL": f"sqlite:///{tmp_path}/db",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "import_competition", str(bundle)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+    assert "private/answers.csv: the metric 'f1' cannot score these answers" in result.stderr

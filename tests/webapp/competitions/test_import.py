@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -103,3 +110,50 @@ def test_it_refuses_an_mlebench_grader_it_cannot_map(make_bundle, tmp_path, owne
         services.competition_import(
             path=mlebench_folder(make_bundle(), tmp_path, grader="bleu-4"), owner=owner
         )
+
+
+def test_a_bundle_whose_answers_the_metric_cannot_score_stores_nothing(make_bundle, owner, data_dir):
+    answers = "id,churned\n10,0\n11,0\n12,0\n13,0\n"
+    bundle = make_bundle(spec={"metric": "roc_auc"}, files={"private/answers.csv": answers})
+    with pytest.raises(BundleError, match=r"^private/answers.csv: .*single class\.$"):
+        services.competition_import(path=bundle, owner=owner)
+    assert Competition.objects.count() == 0
+    assert stored_files(data_dir) == []
+
+
+def test_the_stored_answers_are_readable_by_their_owner_only(make_bundle, owner):
+    board = "teamName,score\n" + "".join(f"t{i},{i / 10}\n" for i in range(10))
+    services.competition_import(path=make_bundle(files={"leaderboard.csv": board}), owner=owner)
+    private = storage.answers_path("tiny-churn").parent
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in private.iterdir()} == {
+        "answers.csv": 0o600,
+        "leaderboard.csv": 0o600,
+    }
+
+
+@pytest.fixture
+def traversable_data_dir(settings):
+    """A data dir every user may walk into (pytest's own tmp dirs are closed to other users)."""
+    path = Path(tempfile.mkdtemp(prefix="practicum-data-"))
+    path.chmod(0o755)
+    settings.DATA_DIR = path
+    yield path
+    shutil.rmtree(path)
+
+
+def test_another_user_cannot_read_the_stored_answers(make_bundle, owner, traversable_data_dir):
+    """What a sandboxed program under a uid of its own (the no-bubblewrap fallback) could try."""
+    if os.geteuid() != 0:
+        pytest.skip("reading as another user needs root")
+    services.competition_import(path=make_bundle(), owner=owner)
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat"]
+    public = subprocess.run(
+        [*as_nobody, str(storage.public_dir("tiny-churn") / "test.csv")], capture_output=True
+    )
+    assert public.returncode == 0  # the competition's folder is reachable: the refusal below is the answers'
+    hidden = subprocess.run(
+        [*as_nobody, str(storage.answers_path("tiny-churn"))], capture_output=True, text=True
+    )
+    assert hidden.returncode != 0 and "Permission denied" in hidden.stderr
+    assert "10,0" not in hidden.stdout

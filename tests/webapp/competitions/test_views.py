@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -144,3 +146,23 @@ def test_sign_up_logs_the_new_user_in(client):
         follow=True,
     )
     assert response.context["user"].username == "carol"
+
+
+def test_an_upload_whose_answers_the_metric_cannot_score_shows_why_inline(
+    client, owner, make_bundle, data_dir
+):
+    root = make_bundle(
+        spec={"metric": "rmse"}, files={"private/answers.csv": "id,churned\n10,a\n11,b\n12,0\n13,1\n"}
+    )
+    names = ["competition.yaml", "description.md", "public/train.csv", "public/test.csv",
+             "public/sample_submission.csv", "private/answers.csv"]  # fmt: skip
+    files = [SimpleUploadedFile(n.split("/")[-1], (root / n).read_bytes()) for n in names]
+    client.force_login(owner)
+    response = client.post(reverse("competitions:upload"), {"files": files})
+    assert response.status_code == 400
+    assert (
+        "private/answers.csv: column 'churned' of the answers file must hold numbers, "
+        "which ids '10' ('a'), '11' ('b') do not." in html.unescape(response.content.decode())
+    )
+    assert Competition.objects.count() == 0
+    assert not [p for p in data_dir.rglob("*") if p.is_file()]
