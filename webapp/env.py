@@ -53,12 +53,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (compared in upper case, as logging levels are), or `default` when unset."""
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    if raw.strip().upper() not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {raw!r}.")
+    return raw.strip().upper()
+
+
 def env_path(name: str, default: Path) -> Path:
-    return Path(os.environ.get(name) or default).expanduser().resolve()
+    """An absolute directory path (it need not exist yet; if something else is there, that is an error)."""
+    path = Path(os.environ.get(name) or default).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ImproperlyConfigured(f"{name} must name a directory, but {str(path)!r} is not one.")
+    return path
 
 
 def env_database(name: str, default_sqlite: Path) -> dict:
-    """A Django DATABASES entry from `postgres[ql]://user:pass@host:port/db` or `sqlite:///path`."""
+    """A Django DATABASES entry from `postgres[ql]://user:pass@host:port/db`, `sqlite:///relative/path` or
+    `sqlite:////absolute/path`."""
     raw = os.environ.get(name)
     if not raw:
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(default_sqlite)}
@@ -67,7 +82,8 @@ def env_database(name: str, default_sqlite: Path) -> dict:
         path = unquote(parts.path)
         if not path or path == "/":
             raise ImproperlyConfigured(f"{name} must name a file, like sqlite:////abs/path.db, not {raw!r}.")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path[1:] if path.startswith("//") else path}
+        # sqlite:///rel/path.db is relative to the working directory, sqlite:////abs/path.db absolute.
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(Path(path[1:]).resolve())}
     if parts.scheme in ("postgres", "postgresql"):
         db_name = unquote(parts.path.lstrip("/"))
         if not db_name:

@@ -3,7 +3,7 @@ embedded defaults: an SQLite file, an in-process broker and channel layer, and `
 
 | variable           | default                          | meaning                                         |
 |--------------------|----------------------------------|-------------------------------------------------|
-| DATABASE_URL       | sqlite:///<data dir>/practicum.db| postgresql://… (psycopg 3) or sqlite:///path    |
+| DATABASE_URL       | sqlite:///<data dir>/practicum.db| postgresql://… (psycopg 3), sqlite:///rel or ////abs |
 | REDIS_URL          | unset = in-process               | Celery broker/results and the channel layer     |
 | PRACTICUM_DATA_DIR | <project>/var                    | competitions, attempt scratch dirs, checkpoints |
 | SECRET_KEY         | a development key (DEBUG only)   | Django's signing key                            |
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from webapp.env import env_bool, env_database, env_int, env_list, env_path, env_redis, env_str
+from webapp.env import env_bool, env_choice, env_database, env_int, env_list, env_path, env_redis, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -139,9 +139,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {"TITLE": "Practicum API", "VERSION": "0.1.0"}
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "WARNING", LOG_LEVELS)},
 }

@@ -58,6 +58,11 @@ def test_a_sqlite_url_names_the_database_file(tmp_path):
     assert report["db"] == f"{tmp_path}/other.db"
 
 
+def test_a_sqlite_url_with_three_slashes_is_relative_to_the_working_directory(tmp_path):
+    report = json.loads(boot(tmp_path, DATABASE_URL="sqlite:///relative.db").stdout)
+    assert report["db"] == str(ROOT / "relative.db")  # boot() runs in ROOT
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
@@ -68,6 +73,12 @@ def test_a_sqlite_url_names_the_database_file(tmp_path):
         ("REDIS_URL", "http://localhost:6379", "REDIS_URL must look like redis://host:6379/0"),
         ("PRACTICUM_BUNDLE_MAX_MB", "lots", "PRACTICUM_BUNDLE_MAX_MB must be an integer, not 'lots'."),
         ("PRACTICUM_ZIP_MAX_RATIO", "0", "PRACTICUM_ZIP_MAX_RATIO must be at least 1, not 0."),
+        (
+            "LOG_LEVEL",
+            "chatty",
+            "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'chatty'.",
+        ),
+        ("PRACTICUM_DATA_DIR", "/etc/hostname", "PRACTICUM_DATA_DIR must name a directory"),
     ],
 )
 def test_a_malformed_variable_stops_start_up_naming_it(tmp_path, variable, value, message):
