@@ -5,6 +5,7 @@
 #   make lint   - ruff, mypy and the import boundaries
 #   make bench  - the benchmarks (slow); BENCH_ARGS=--quick for a short pass
 #   make worker-sandbox / worker-gpu / worker-sandbox-gpu - Celery workers for a cluster (docs/operations.md)
+#   make worker-beat - the cluster's clock (one per cluster): restarts runs whose supervisor died
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -20,7 +21,7 @@ BENCH_ARGS ?=
 # torch==2.13.0 is a CUDA build of several GB: `make TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu" ...`
 TORCH_PIP_ARGS ?=
 
-.PHONY: install system system-base services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu clean
+.PHONY: install system system-base services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu worker-beat clean
 
 install: system-base $(STAMP)
 
@@ -62,15 +63,21 @@ demo-lm: install
 	$(PY) manage.py demo --policy lm
 
 # Cluster workers (docs/operations.md): each needs DATABASE_URL, REDIS_URL and a shared PRACTICUM_DATA_DIR.
+# Every worker also consumes `control`, where beat's recovery task goes (busy supervisors cannot hold it up).
 SANDBOX_CONCURRENCY ?= 2
 worker-sandbox: install
-	$(PY) -m celery -A workers worker -Q sandbox -c $(SANDBOX_CONCURRENCY) -n sandbox@%h -E -l info
+	$(PY) -m celery -A workers worker -Q sandbox,control -c $(SANDBOX_CONCURRENCY) -n sandbox@%h -E -l info
 
 worker-sandbox-gpu: install
-	$(PY) -m celery -A workers worker -Q sandbox-gpu -c 1 -n sandbox-gpu@%h -E -l info
+	$(PY) -m celery -A workers worker -Q sandbox-gpu,control -c 1 -n sandbox-gpu@%h -E -l info
 
 worker-gpu: install
-	$(PY) -m celery -A workers worker -Q gpu -c 1 -n gpu@%h -E -l info
+	$(PY) -m celery -A workers worker -Q gpu,control -c 1 -n gpu@%h -E -l info
+
+# Exactly one per cluster: required for restarting runs whose supervisor died (docs/operations.md).
+worker-beat: install
+	mkdir -p var
+	$(PY) -m celery -A workers beat -s var/celerybeat-schedule -l info
 
 clean:
 	rm -rf $(VENV) var

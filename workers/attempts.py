@@ -10,7 +10,10 @@ One delivery of the task, in order:
   4. Count the execution (`starts`); past PRACTICUM_MAX_TRIES it is not run but recorded as `lost`.
   5. Run it in a fresh scratch dir through rl_core.environment.run_response, renewing the lease and
      watching for a cancel request meanwhile. A cancelled execution kills the sandbox's process tree
-     (`kill_children`) and removes its scratch dir; nothing is reported.
+     (`kill_children`) and removes its scratch dir; nothing is reported. An execution that reaches the
+     task's soft time limit (Celery raises SoftTimeLimitExceeded in it: the competition's limit plus the
+     grading margin, so the program or its grading hung past the sandbox's own limit) has its sandbox
+     killed and is recorded once as ``timeout``, Δt = that limit, not left to be re-run and then `lost`.
   6. Write the outcome file (webapp.storage), then push it onto the run's results list.
 
 Steps 3 and 6 make the task safe to redeliver (acks_late and reject_on_worker_lost redeliver it whenever
@@ -33,11 +36,18 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 
 from webapp import storage
 from workers.coordination import REDIS_ERRORS, AttemptKeys, Heartbeat, Lease, results_list, shared_client
 from workers.options import option
-from workers.outcomes import lost_outcome, outcome_to_dict, response_digest, unrunnable_outcome
+from workers.outcomes import (
+    lost_outcome,
+    outcome_to_dict,
+    over_time_outcome,
+    response_digest,
+    unrunnable_outcome,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +66,9 @@ class AttemptOrder:
     max_tries: int
     allow_gpu: bool = False
     """Routed to the `sandbox-gpu` queue: the sandbox binds /dev/nvidia*."""
+    soft_limit_s: float | None = None
+    """The Celery soft time limit the supervisor sent the task with (the message's, not a keyword argument):
+    the Δt of an attempt that it stops."""
 
     @cached_property
     def digest(self) -> str:
@@ -73,7 +86,7 @@ class AttemptOrder:
 def execute_attempt(order: AttemptOrder) -> str:
     """Deliver one attempt as the module docstring says. Returns what it did, for logs and tests:
     "cancelled", "busy" (another execution holds it), "superseded" (another took over while it ran),
-    "reused", "lost" or "ran"."""
+    "reused", "lost", "timeout" (stopped at the task's soft time limit) or "ran"."""
     client = shared_client()
     if not run_is_active(order.run_id) or client.exists(order.keys.cancel):
         return "cancelled"
@@ -134,15 +147,20 @@ def execute_claimed(client: redis.Redis, lease: Lease, order: AttemptOrder) -> s
 def run_and_record(client: redis.Redis, lease: Lease, order: AttemptOrder) -> str:
     work_dir = storage.fresh_dir(storage.attempt_work_dir(order.run_id, order.key))
     watch = CancelWatch(client, order.keys.cancel)
+    started, done = time.monotonic(), "ran"
     with Heartbeat(lease, order.lease_s / 4, on_beat=watch.check, on_lost=watch.supersede):
-        outcome, exec_s = run_in_sandbox(order, work_dir)
+        try:
+            outcome, exec_s = run_in_sandbox(order, work_dir)
+        except SoftTimeLimitExceeded:
+            exec_s, done = time.monotonic() - started, "timeout"
+            outcome = over_time_limit(order, exec_s)
     if watch.superseded:
         return "superseded"  # another execution owns the scratch dir now, and will report
     if watch.cancelled or watch.requested():
         storage.remove_tree(work_dir)
         return "cancelled"
     record(client, order, {"outcome": outcome_to_dict(outcome), "exec_s": exec_s})
-    return "ran"
+    return done
 
 
 def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
@@ -167,6 +185,26 @@ def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
         order.response, task, work_dir, instrument=config.instrument, reward=reward, allow_gpu=order.allow_gpu
     )
     return outcome, time.monotonic() - started
+
+
+def over_time_limit(order: AttemptOrder, elapsed_s: float) -> Any:
+    """The `timeout` outcome of an execution stopped by the task's soft time limit (`elapsed_s` stands in
+    for the limit when the message named none), once its sandbox is killed. The sandbox's own cleanup has
+    usually done that while the exception passed through it; killing what is left makes sure."""
+    from webapp.competitions.models import Competition
+    from webapp.runs.config import RunConfig
+    from webapp.runs.models import Run
+
+    killed = kill_children()
+    limit_s = order.soft_limit_s or round(elapsed_s, 3)
+    log.warning("attempt %s of run %s: %g s time limit; killed %s", order.key, order.run_id, limit_s, killed)
+    reason = (
+        f"Timed out: the worker stopped this attempt at its task's {limit_s:g} s time limit (Celery's soft "
+        "limit), before the program and its grading had finished."
+    )
+    config = RunConfig.from_dict(Run.objects.get(id=order.run_id).config)
+    reward = failure_reward(Competition.objects.get(slug=order.slug), config.reward_config())
+    return over_time_outcome(order.response, reason, reward, limit_s)
 
 
 def failure_reward(competition: Any, reward: Any) -> float:

@@ -1,17 +1,24 @@
 """The Celery app. Configuration comes from Django settings (REDIS_URL: Redis is broker and backend).
 
-Queues: `sandbox` (attempts, CPU nodes), `sandbox-gpu` (attempts whose programs ask for a GPU) and `gpu`
-(run supervisors: the policy and the learner). Start workers as docs/operations.md shows, e.g.
-    celery -A workers worker -Q sandbox -c 4 -n sandbox@%h
-    celery -A workers worker -Q gpu -c 1 -n gpu@%h
+Queues: `sandbox` (attempts, CPU nodes), `sandbox-gpu` (attempts whose programs ask for a GPU), `gpu` (run
+supervisors: the policy and the learner) and `control` (short housekeeping: celery beat's recovery task),
+which every worker consumes besides its own. Start workers as docs/operations.md shows, e.g.
+    celery -A workers worker -Q sandbox,control -c 4 -n sandbox@%h
+    celery -A workers worker -Q gpu,control -c 1 -n gpu@%h
+    celery -A workers beat
 
 Long work, safely: tasks are acknowledged only when they end (acks_late), requeued when their worker
 dies (reject_on_worker_lost), one message prefetched per process. Redis' visibility timeout (after which
 an unacknowledged message is delivered again) is PRACTICUM_VISIBILITY_TIMEOUT_S, above the longest run,
 so a supervisor that is still working is never handed to a second worker; attempts of a dead worker are
-re-sent much sooner by their supervisor (workers.executor). A worker that consumes `gpu` looks, when it
-starts, for runs whose supervisor died and starts them again (workers.recovery); `celery -A workers beat`
-does the same every minute.
+re-sent much sooner by their supervisor (workers.executor).
+
+Runs whose supervisor died are restarted (workers.recovery) by `celery -A workers beat`, every
+PRACTICUM_RECOVERY_INTERVAL_S, and by each worker that consumes `gpu` when it starts. Beat's task goes to
+`control`, not `gpu`: a gpu worker's processes are each held by one supervisor for a whole run, so a task
+queued behind them could wait for hours, while any worker's slot frees up within one attempt. Recovery
+reads the state of the runs when it runs, so a message that waited is as good as a fresh one; they never
+expire (an expired message taken first would use up the turn of a fresh one behind it).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ log = logging.getLogger(__name__)
 
 ROUTES = {
     "practicum.supervise_run": {"queue": "gpu"},
-    "practicum.recover_runs": {"queue": "gpu"},
+    "practicum.recover_runs": {"queue": "control"},
     "practicum.execute_attempt": {"queue": "sandbox"},
 }
 
@@ -54,7 +61,10 @@ def make_app(broker_url: str | None = None, *, set_as_current: bool = True) -> C
         broker_connection_max_retries=None,  # a Redis restart is waited out, never fatal
         worker_cancel_long_running_tasks_on_connection_loss=False,  # attempts outlive a broker outage
         beat_schedule={
-            "recover-runs": {"task": "practicum.recover_runs", "schedule": 60.0},
+            "recover-runs": {
+                "task": "practicum.recover_runs",
+                "schedule": float(option("PRACTICUM_RECOVERY_INTERVAL_S")),
+            },
             "prune-scratch": {"task": "practicum.prune_scratch", "schedule": 3600.0},
         },
     )

@@ -18,6 +18,9 @@ What survives what (the keys are in workers.coordination; the worker's side is w
 - Redis restarts empty. Leases come back with the next heartbeat; queued messages are gone, so their
   `sent` keys are too, and they are sent again after one lease period; results pushed during the outage
   are read from their outcome files.
+- Another supervisor takes the run over (this one stalled past its lease and was presumed dead). The
+  supervisor's heartbeat sets `superseded`; `wait()` then raises the supervisor's Superseded before it
+  pops another result, and `close()` leaves the attempts in flight alone: they are the new supervisor's.
 - The run is cancelled. `wait()` checks the run's status every poll and raises the supervisor's
   RunCancelled, whose handler cancels every attempt in flight: a cancel key that the worker's heartbeat
   sees (it kills the sandbox and removes its scratch dir) and a revoke for messages not yet started.
@@ -32,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +95,7 @@ class CeleryExecutor:
         app: the Celery app to send with (workers.celery.app by default).
         redis_url: the Redis holding the coordination keys (settings.REDIS_URL by default).
         lease_s, max_tries, poll_s: PRACTICUM_ATTEMPT_LEASE_S, PRACTICUM_MAX_TRIES, PRACTICUM_RESULT_POLL_S.
+        superseded: set once another supervisor holds the run (see the module docstring).
     `timings` holds, per attempt id reported, (seconds from submit to report, seconds the worker spent
     running it), for benchmarks.
     """
@@ -105,6 +110,7 @@ class CeleryExecutor:
         lease_s: float | None = None,
         max_tries: int | None = None,
         poll_s: float | None = None,
+        superseded: threading.Event | None = None,
     ) -> None:
         from workers.celery import app as default_app
 
@@ -113,6 +119,7 @@ class CeleryExecutor:
         self.lease_s = float(lease_s or option("PRACTICUM_ATTEMPT_LEASE_S"))
         self.max_tries = int(max_tries or option("PRACTICUM_MAX_TRIES"))
         self.poll_s = float(poll_s or option("PRACTICUM_RESULT_POLL_S"))
+        self.superseded = superseded or threading.Event()
         self.expire_s = option("PRACTICUM_VISIBILITY_TIMEOUT_S")
         self.timings: dict[str, tuple[float, float | None]] = {}
         self._flights: dict[str, _Flight] = {}
@@ -166,6 +173,7 @@ class CeleryExecutor:
     def wait(self, timeout_s: float | None) -> list[Finished]:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
+            self._raise_if_superseded()
             if self._ready:
                 ready, self._ready = self._ready, []
                 return ready
@@ -250,6 +258,12 @@ class CeleryExecutor:
         )
         self._arrive(payload)
 
+    def _raise_if_superseded(self) -> None:
+        from webapp.runs.supervisor import Superseded
+
+        if self.superseded.is_set():
+            raise Superseded()
+
     def _raise_if_cancelled(self) -> None:
         from webapp.runs.models import Run
         from webapp.runs.supervisor import RunCancelled
@@ -281,15 +295,17 @@ class CeleryExecutor:
         return time.monotonic() - self._t0
 
     def close(self) -> None:
-        for attempt_id in list(self._flights):
-            self.cancel(attempt_id)
+        """Cancel the attempts still in flight, unless the run has a new supervisor: they are its now."""
+        if not self.superseded.is_set():
+            for attempt_id in list(self._flights):
+                self.cancel(attempt_id)
         self.client.close()
 
 
-def celery_executor_for(run_id: int) -> CeleryExecutor:
+def celery_executor_for(run_id: int, *, superseded: threading.Event | None = None) -> CeleryExecutor:
     """The executor a run's supervisor uses when a broker is configured: its actors as capacity."""
     from webapp.runs.config import RunConfig
     from webapp.runs.models import Run
 
     config = RunConfig.from_dict(Run.objects.get(id=run_id).config)
-    return CeleryExecutor(run_id=run_id, capacity=config.actors)
+    return CeleryExecutor(run_id=run_id, capacity=config.actors, superseded=superseded)

@@ -9,6 +9,7 @@ environment (through webapp.env's strict readers), otherwise its default.
 | PRACTICUM_MAX_TRIES              | 3       | executions of one attempt before it is marked `lost`        |
 | PRACTICUM_VISIBILITY_TIMEOUT_S   | 172800  | Redis visibility timeout: above the longest run (2 days)    |
 | PRACTICUM_RESULT_POLL_S          | 1       | how often the supervisor checks leases when no result comes |
+| PRACTICUM_RECOVERY_INTERVAL_S    | 60      | how often celery beat looks for runs whose supervisor died  |
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ DEFAULTS = {
     "PRACTICUM_MAX_TRIES": 3,
     "PRACTICUM_VISIBILITY_TIMEOUT_S": 2 * 24 * 3600,
     "PRACTICUM_RESULT_POLL_S": 1,
+    "PRACTICUM_RECOVERY_INTERVAL_S": 60,
 }
 
 

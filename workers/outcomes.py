@@ -5,6 +5,9 @@ to and from plain JSON, and the outcomes of attempts that never produced one of 
   reward None: the infrastructure failed, not the program, so it must not be learned from.
 - `unrunnable_outcome`: the worker could not run it at all (it cannot see the competition's files): status
   ``error`` with that reason and the failure reward, as the issue asks ("fails the attempt with that reason").
+- `over_time_outcome`: Celery's soft time limit stopped the task before the sandbox reported (the program
+  or its grading hung past the sandbox's own limit): status ``timeout``, Δt = that limit (DESIGN.md §2),
+  the failure reward.
 """
 
 from __future__ import annotations
@@ -44,10 +47,13 @@ def outcome_from_dict(data: dict[str, Any]) -> AttemptOutcome:
     return AttemptOutcome(**values)
 
 
-def _without_result(response: str, *, status: str, reason: str, reward: float | None) -> AttemptOutcome:
+def _without_result(
+    response: str, *, status: str, reason: str, reward: float | None, duration_s: float = 0.0
+) -> AttemptOutcome:
     parsed = parse_response(response)
     return AttemptOutcome(
-        status=status, exit_code=None, duration_s=0.0, stages=(), valid=False, score=None, grade_error=reason,
+        status=status, exit_code=None, duration_s=duration_s, stages=(), valid=False, score=None,
+        grade_error=reason,
         reward=reward,  # type: ignore[arg-type]  # None for `lost`: see the module docstring
         isolation="none", stdout_tail="", stderr_tail=reason, plan=parsed.plan, program=parsed.code or "",
         instrumented_program="", instrumentation="none",
@@ -62,3 +68,9 @@ def lost_outcome(response: str, reason: str) -> AttemptOutcome:
 def unrunnable_outcome(response: str, reason: str, reward: float) -> AttemptOutcome:
     """An attempt this worker cannot run (`reason` says why): status ``error`` and the failure `reward`."""
     return _without_result(response, status="error", reason=reason, reward=reward)
+
+
+def over_time_outcome(response: str, reason: str, reward: float, limit_s: float) -> AttemptOutcome:
+    """An attempt stopped at its task's time limit `limit_s`: status ``timeout``, Δt = `limit_s`, and the
+    failure `reward`; `reason` is its stderr."""
+    return _without_result(response, status="timeout", reason=reason, reward=reward, duration_s=limit_s)

@@ -3,8 +3,10 @@
 A run is orphaned when it is queued or running, no supervisor holds its lease (it expires
 PRACTICUM_SUPERVISOR_LEASE_S after the supervisor's last heartbeat), and no supervise_run task for it is
 waiting in the broker (dispatch marks those). Each orphan gets a new supervise_run task, which resumes
-from the run's newest checkpoint. Called when a `gpu` worker starts (workers.celery) and every minute by
-celery beat (`practicum.recover_runs`). Starting one twice is harmless: the second finds the lease held.
+from the run's newest checkpoint. Called when a `gpu` worker starts (workers.celery) and, through the
+`practicum.recover_runs` task on the `control` queue, by celery beat every PRACTICUM_RECOVERY_INTERVAL_S
+(a minute): without beat, a run whose supervisor died waits for the next gpu worker to start. Starting one
+twice is harmless: the second finds the lease held.
 """
 
 from __future__ import annotations

@@ -1,11 +1,19 @@
 """A run's supervisor as a Celery task: one at a time per run (a Redis lease renewed by a heartbeat), on
 the CeleryExecutor when a broker is configured, on the LocalExecutor otherwise (the embedded default,
-where dispatch runs this in a thread and there is no Redis to hold a lease in)."""
+where dispatch runs this in a thread and there is no Redis to hold a lease in).
+
+A supervisor that stalls for longer than its lease (a frozen machine, a paused VM) is presumed dead, and
+recovery may start another, which takes the lease. When the stalled one wakes, its next heartbeat finds
+the lease held by someone else: it stops driving the run within a result poll, quietly (no status change,
+no attempt cancelled, no row written), and leaves everything to the new one. A lease that merely vanished
+(Redis restarted empty) is taken again by the heartbeat and is not a takeover.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 
 from django.conf import settings
 
@@ -25,7 +33,7 @@ log = logging.getLogger(__name__)
 def supervise(run_id: int, *, distributed: bool | None = None) -> str:
     """Run (or resume) the run to its end: its attempts on Celery workers when `distributed` (by default:
     when a broker is configured), else on this machine. Returns "inactive", "busy" (another supervisor
-    holds it) or "done"."""
+    holds it), "superseded" (another took it over while this one ran) or "done"."""
     from webapp.runs.models import Run
     from webapp.runs.supervisor import run_supervise
 
@@ -39,7 +47,9 @@ def supervise(run_id: int, *, distributed: bool | None = None) -> str:
 
 
 def supervise_with_lease(run_id: int) -> str:
-    from webapp.runs.supervisor import run_supervise
+    """Drive the run while holding its supervisor lease. Returns "busy" (another supervisor holds it),
+    "superseded" (another took it over meanwhile) or "done"."""
+    from webapp.runs.supervisor import Superseded, run_supervise
     from workers.executor import celery_executor_for
 
     client = shared_client()
@@ -49,9 +59,14 @@ def supervise_with_lease(run_id: int) -> str:
         return "busy"
     client.delete(supervisor_queued_key(run_id))
     log_resume(run_id)
+    superseded = threading.Event()
     try:
-        with Heartbeat(lease, lease_s / 4):
-            run_supervise(run_id=run_id, executor=celery_executor_for(run_id))
+        with Heartbeat(lease, lease_s / 4, on_lost=superseded.set):
+            executor = celery_executor_for(run_id, superseded=superseded)
+            run_supervise(run_id=run_id, executor=executor, superseded=superseded)
+    except Superseded:
+        log.warning("run %s: another supervisor took it over; this one stops and leaves it the run", run_id)
+        return "superseded"
     finally:
         with contextlib.suppress(*REDIS_ERRORS):
             lease.release()

@@ -30,11 +30,13 @@ def execute_attempt(
     allow_gpu: bool = False,
 ) -> str:
     """Run one attempt in the sandbox and report it to the run's supervisor. Safe to redeliver: an attempt
-    that already has a result is not run again (workers.attempts)."""
+    that already has a result is not run again (workers.attempts). One stopped by its soft time limit is
+    recorded as a `timeout` (workers.attempts), not failed and run again."""
     from workers.attempts import AttemptOrder
     from workers.attempts import execute_attempt as execute
 
-    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries, allow_gpu)
+    soft_limit_s = (self.request.timelimit or (None, None))[1]
+    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries, allow_gpu, soft_limit_s)
     return execute(order)
 
 
@@ -48,7 +50,8 @@ def prune_scratch() -> int:
 
 @shared_task(name="practicum.recover_runs")
 def recover_runs() -> list[int]:
-    """Start a supervisor for every active run that has none alive (celery beat runs this every minute)."""
+    """Start a supervisor for every active run that has none alive. celery beat sends this every
+    PRACTICUM_RECOVERY_INTERVAL_S to the `control` queue, which no supervisor can hold up (workers.celery)."""
     from workers.recovery import recover_orphaned_runs
 
     return recover_orphaned_runs()

@@ -17,6 +17,7 @@ from workers.outcomes import response_digest
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.mark.timeout(780)  # its waits: 3 worker starts (90 s each), 90 + 30 + 90 + 240 s; and a minute
 def test_a_restart_with_attempts_waiting_in_the_broker_runs_each_attempt_once(cluster, iris, redis_url):
     config = RunConfig(attempts=8, actors=4, batch=4).to_dict()
     run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config)

@@ -35,6 +35,7 @@ def private_cluster(transactional_db, data_dir, tmp_path, settings):
         running.close()
 
 
+@pytest.mark.timeout(720)  # waits: 3 redis starts (30 s), 2 worker starts (90 s), 150 + 1 + 240 s; a minute
 def test_a_run_survives_a_redis_restart(private_cluster, iris, tmp_path):
     cluster, server, port = private_cluster
     config = RunConfig(attempts=ATTEMPTS, actors=2, batch=4).to_dict()

@@ -39,6 +39,7 @@ def cancelled(cluster, iris, owner, sleep_policy, redis_url, client):
     return run
 
 
+@pytest.mark.timeout(400)  # waits: 2 worker starts (90 s each), 90 + 60 s in the fixture, 5 + 5 s; a minute
 def test_a_run_cancelled_from_the_api_kills_its_attempts_cleans_their_sandboxes_and_is_cancelled(
     cancelled, cluster
 ):

@@ -36,6 +36,7 @@ def kill_the_worker_running(cluster, workers, run, key: str, redis_url: str) -> 
     cluster.kill(worker)
 
 
+@pytest.mark.timeout(480)  # its waits: 2 worker starts (90 s each), 90 + 150 s; and a minute
 def test_an_attempt_whose_worker_is_killed_runs_again_on_another_worker_and_the_run_completes(
     cluster, iris, sleep_policy, redis_url
 ):
@@ -51,6 +52,7 @@ def test_an_attempt_whose_worker_is_killed_runs_again_on_another_worker_and_the_
     assert (run.status, run.attempts_done, rerun.status, rerun.tries) == (Run.Status.FINISHED, 4, "ok", 2)
 
 
+@pytest.mark.timeout(480)  # its waits: 2 worker starts (90 s each), 90 + 150 s; and a minute
 def test_an_attempt_whose_workers_keep_dying_is_marked_lost_and_the_run_completes(
     cluster, iris, sleep_policy, redis_url
 ):

@@ -59,6 +59,7 @@ def resumed(cluster, iris, redis_url):
     return finished, versions, second.log()
 
 
+@pytest.mark.timeout(750)  # its fixture's waits: 3 worker starts (90 s each), 150 + 30 + 240 s; and a minute
 def test_a_killed_supervisor_is_resumed_from_its_checkpoint_without_recounting_or_going_back(resumed):
     """One scenario (it takes half a minute to set up), checked for each thing the resume promises."""
     run, versions, log = resumed

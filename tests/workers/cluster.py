@@ -135,6 +135,18 @@ class Cluster:
         assert worker.process.poll() is None, f"worker {name} exited:\n{worker.log()[-3000:]}"
         return worker
 
+    def start_beat(self, *, interval_s: int) -> Process:
+        """`celery -A workers beat` with its recovery task every `interval_s`; returns once it is sending."""
+        argv = [
+            sys.executable, "-m", "celery", "-A", "workers", "beat", "-l", "info",
+            "-s", str(self.log_dir / "celerybeat-schedule"),
+        ]  # fmt: skip
+        beat = self.spawn("beat", argv, self.env | {"PRACTICUM_RECOVERY_INTERVAL_S": str(interval_s)})
+        wait_for(lambda: "Sending due task" in beat.log() or beat.process.poll() is not None, timeout_s=60,
+                 what="celery beat to send its first task")  # fmt: skip
+        assert beat.process.poll() is None, f"celery beat exited:\n{beat.log()[-3000:]}"
+        return beat
+
     def start_daphne(self, name: str = "daphne") -> str:
         """`daphne webapp.asgi:application` (HTTP and websockets) on a free port of 127.0.0.1, with the
         workers' environment; returns its base URL once it accepts connections."""

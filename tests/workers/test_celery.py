@@ -12,6 +12,18 @@ def test_supervisors_are_routed_to_the_gpu_queue_and_attempts_to_the_sandbox_que
     assert route({}, "practicum.execute_attempt")["queue"].name == "sandbox"
 
 
+def test_beats_recovery_task_goes_to_the_control_queue_which_no_supervisor_holds_up():
+    app = make_app("redis://127.0.0.1:6379/15", set_as_current=False)
+    task = app.conf.beat_schedule["recover-runs"]["task"]
+    assert app.amqp.router.route({}, task)["queue"].name == "control"
+
+
+def test_beat_looks_for_orphaned_runs_as_often_as_its_setting_says(settings):
+    settings.PRACTICUM_RECOVERY_INTERVAL_S = 7
+    app = make_app("redis://127.0.0.1:6379/15", set_as_current=False)
+    assert app.conf.beat_schedule["recover-runs"]["schedule"] == 7.0
+
+
 def test_redis_visibility_timeout_follows_its_setting(settings):
     settings.PRACTICUM_VISIBILITY_TIMEOUT_S = 12345
     app = make_app("redis://127.0.0.1:6379/15", set_as_current=False)

@@ -48,6 +48,15 @@ def test_a_heartbeat_keeps_a_lease_alive_past_its_ttl(client):
         assert client.get("lease") == lease.value
 
 
+def test_a_heartbeat_takes_back_a_lease_that_vanished_with_redis_data_without_reporting_it_lost(client):
+    lease, lost = Lease(client, "lease", 0.3), []
+    lease.acquire()
+    with Heartbeat(lease, 0.1, on_lost=lambda: lost.append(True)):
+        client.flushdb()  # what a Redis restarted without persistence holds
+        time.sleep(0.4)
+        assert (client.get("lease"), lost) == (lease.value, [])
+
+
 def test_a_heartbeat_reports_a_lease_taken_over_by_another_process(client):
     lease, lost = Lease(client, "lease", 0.3), []
     lease.acquire()

@@ -177,3 +177,17 @@ def test_it_returns_nothing_at_once_when_nothing_is_in_flight(executor):
     started = time.monotonic()
     assert executor.wait(None) == []
     assert time.monotonic() - started < 1
+
+
+def test_a_superseded_executor_stops_waiting_and_leaves_its_attempts_to_the_new_supervisor(
+    executor, run, iris, broker
+):
+    from webapp.runs.supervisor import Superseded
+
+    response = sleep_program(0)
+    executor.submit(job_for(iris, "0-0", response))
+    executor.superseded.set()
+    with pytest.raises(Superseded):
+        executor.wait(5)
+    executor.close()
+    assert not broker.exists(AttemptKeys(run.id, "0-0", response_digest(response)).cancel)

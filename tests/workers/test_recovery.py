@@ -1,13 +1,16 @@
-"""Which runs get a new supervisor: active ones with no live supervisor and none waiting in the broker."""
+"""Which runs get a new supervisor: active ones with no live supervisor and none waiting in the broker; and
+celery beat finds them even while every supervisor is busy."""
 
 from __future__ import annotations
 
 import pytest
 import redis
+from practicum_test_cluster import wait_for
 
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from workers.coordination import supervisor_lease_key, supervisor_queued_key
+from workers.dispatch import enqueue_supervisor
 from workers.recovery import orphaned_runs, recover_orphaned_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,8 +25,8 @@ def broker(redis_url):
 
 @pytest.fixture
 def make_run(iris):
-    def make():
-        config = RunConfig(attempts=4).to_dict()
+    def make(attempts: int = 4):
+        config = RunConfig(attempts=attempts).to_dict()
         return services.run_create(owner=None, competitions=[iris], policy="grammar", config=config)
 
     return make
@@ -56,3 +59,19 @@ def test_recovering_an_orphan_sends_it_a_supervisor_on_the_gpu_queue(make_run, b
     run = make_run()
     assert recover_orphaned_runs(app=cluster.app) == [run.id]
     assert (broker.llen("gpu"), bool(broker.exists(supervisor_queued_key(run.id)))) == (1, True)
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(420)  # its waits: 2 worker starts (90 s each), beat's start (60 s), 60 + 60 s; a minute
+def test_beat_finds_an_orphaned_run_while_the_only_gpu_worker_is_busy_supervising(make_run, broker, cluster):
+    """The gpu worker's one process drives a long run; the sandbox worker runs its attempts and, between
+    two of them, beat's recovery task, which sends the orphan a supervisor to wait for a free gpu worker."""
+    cluster.start_worker("gpu", "gpu,control")  # before the runs exist: its start-up recovery finds none
+    cluster.start_worker("sandbox", "sandbox,control")
+    busy, orphan = make_run(attempts=100_000), make_run()
+    enqueue_supervisor(busy.id, app=cluster.app)
+    wait_for(lambda: broker.exists(supervisor_lease_key(busy.id)), timeout_s=60, what="a busy supervisor")
+    assert not broker.exists(supervisor_queued_key(orphan.id))
+    cluster.start_beat(interval_s=1)
+    wait_for(lambda: broker.exists(supervisor_queued_key(orphan.id)), timeout_s=60, what="beat's recovery")
+    assert (broker.llen("gpu"), bool(broker.exists(supervisor_lease_key(busy.id)))) == (1, True)

@@ -1,13 +1,20 @@
-"""The supervise_run task's body: one supervisor per run at a time, none for a run that is over."""
+"""The supervise_run task's body: one supervisor per run at a time, none for a run that is over, and one
+that was presumed dead stops once another has taken its run over."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
+from practicum_test_cluster import LEASE_S, wait_for
 
 from webapp.runs import services
 from webapp.runs.config import RunConfig
+from webapp.runs.models import Attempt, Run
 from workers.coordination import supervisor_lease_key
+from workers.dispatch import enqueue_supervisor
+from workers.recovery import recover_orphaned_runs
 from workers.supervision import supervise
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,3 +44,36 @@ def test_a_supervisor_in_a_thread_of_this_process_runs_the_attempts_here(run, re
     run.refresh_from_db()
     assert (run.status, run.attempts_done) == (Run.Status.FINISHED, 4)
     assert redis.Redis.from_url(redis_url).llen("sandbox") == 0
+
+
+TAKEN_OVER_ATTEMPTS = 16
+
+
+@pytest.mark.faults
+@pytest.mark.timeout(500)  # its waits: 2 worker starts (90 s each), 120 + 10 + 6 + 120 s; and a minute
+def test_a_supervisor_whose_lease_another_takes_over_stops_and_leaves_it_the_run(cluster, iris, redis_url):
+    """One scenario: a gpu worker's supervisor, its lease overwritten as a supervisor that took the run over
+    would; then that new holder hands the run back through recovery and it completes."""
+    cluster.start_worker("sandbox", "sandbox", concurrency=2)
+    gpu = cluster.start_worker("gpu", "gpu")
+    config = RunConfig(attempts=TAKEN_OVER_ATTEMPTS, actors=2, batch=2, checkpoint_every=1).to_dict()
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config)
+    broker = redis.Redis.from_url(redis_url, decode_responses=True)
+    enqueue_supervisor(run.id, app=cluster.app)
+    wait_for(lambda: Run.objects.get(id=run.id).attempts_done >= 2, timeout_s=120, what="two attempts")
+    broker.set(supervisor_lease_key(run.id), "the new supervisor", ex=3600)
+    wait_for(lambda: "took it over" in gpu.log(), timeout_s=10, what="the supervisor to stop")
+    started = Attempt.objects.filter(run=run).count()
+    time.sleep(3 * LEASE_S)
+    run.refresh_from_db()
+    assert (run.status, run.error) == (Run.Status.RUNNING, "")
+    assert Attempt.objects.filter(run=run).count() == started
+    assert broker.get(supervisor_lease_key(run.id)) == "the new supervisor"
+    assert list(broker.scan_iter(f"practicum:run:{run.id}:attempt:*:cancel")) == []
+    assert "'superseded'" in gpu.log() and "Traceback" not in gpu.log()
+
+    broker.delete(supervisor_lease_key(run.id))  # the new holder lets go; recovery hands the run on
+    assert recover_orphaned_runs(app=cluster.app) == [run.id]
+    wait_for(lambda: not Run.objects.get(id=run.id).is_active, timeout_s=120, what="the run to end")
+    run.refresh_from_db()
+    assert (run.status, run.attempts_done) == (Run.Status.FINISHED, TAKEN_OVER_ATTEMPTS), gpu.log()[-3000:]

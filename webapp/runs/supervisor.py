@@ -8,6 +8,7 @@ Imports torch through rl_core, so the web process never imports this module.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ log = logging.getLogger(__name__)
 
 class RunCancelled(Exception):
     """Raised inside the loop when the run was cancelled from the UI or API."""
+
+
+class Superseded(Exception):
+    """Raised inside the loop once another supervisor has taken the run over (this one was presumed dead
+    after a long stall). Not a failure: the run, its attempts in flight and its status are the new one's."""
 
 
 def models_dir() -> Path:
@@ -135,15 +141,20 @@ def local_executor(config: RunConfig, competitions: list[Competition], scratch: 
 
 
 class PersistingObserver:
-    """Persists and publishes each loop event; stops the loop once the run is cancelled."""
+    """Persists and publishes each loop event; stops the loop once the run is cancelled, or, before it
+    writes anything, once `superseded` is set (another supervisor holds the run: see Superseded)."""
 
-    def __init__(self, run: Run, competitions: dict[str, Competition]) -> None:
+    def __init__(
+        self, run: Run, competitions: dict[str, Competition], superseded: threading.Event | None = None
+    ) -> None:
         self.run_id = run.id
         self.competitions = competitions
+        self.superseded = superseded or threading.Event()
         self.t0 = time.monotonic()
         self.in_flight: set[str] = set()
 
     def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None:
+        self.raise_if_superseded()
         self.raise_if_cancelled()
         services.attempt_start(
             run_id=self.run_id,
@@ -157,6 +168,7 @@ class PersistingObserver:
     def on_attempt_finished(
         self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
     ) -> None:
+        self.raise_if_superseded()
         self.in_flight.discard(attempt_id)
         services.attempt_finish(
             run_id=self.run_id, key=attempt_id, result=outcome_fields(outcome), staleness=staleness
@@ -164,12 +176,17 @@ class PersistingObserver:
         self.raise_if_cancelled()
 
     def on_update(self, version: int, metrics: dict[str, float]) -> None:
+        self.raise_if_superseded()  # before the loop writes this version's checkpoint, too
         wall_s = time.monotonic() - self.t0
         services.learner_step_record(run_id=self.run_id, version=version, metrics=metrics, wall_s=wall_s)
 
     def raise_if_cancelled(self) -> None:
         if Run.objects.filter(id=self.run_id, status=Run.Status.CANCELLED).exists():
             raise RunCancelled()
+
+    def raise_if_superseded(self) -> None:
+        if self.superseded.is_set():
+            raise Superseded()
 
 
 def sample_fields(sample: Sample) -> dict[str, Any]:
@@ -204,18 +221,21 @@ def outcome_fields(outcome: Any) -> dict[str, Any]:
 
 
 def run_supervise(
-    *, run_id: int, executor: Executor | None = None, observer_wrapper: Any = None
-) -> LoopSummary | None:
+    *, run_id: int, executor: Executor | None = None, observer_wrapper: Any = None,
+    superseded: threading.Event | None = None,
+) -> LoopSummary | None:  # fmt: skip
     """Run (or resume) a run to its end. Returns the loop's summary, or None if it was cancelled.
 
-    `observer_wrapper(observer) -> observer` decorates the persisting observer (a progress bar, say)."""
+    `observer_wrapper(observer) -> observer` decorates the persisting observer (a progress bar, say).
+    `superseded`, once set (by the lease's heartbeat: workers.supervision), stops the loop with Superseded,
+    leaving the run's status and attempts alone; the executor should watch the same event."""
     run = Run.objects.get(id=run_id)
     config = RunConfig.from_dict(run.config)
     competitions = list(run.competitions.order_by("slug"))
     root = storage.run_root(run_id)
     checkpoints = storage.run_checkpoints(run_id)
     checkpoints.mkdir(parents=True, exist_ok=True)
-    observer = PersistingObserver(run, {c.slug: c for c in competitions})
+    observer = PersistingObserver(run, {c.slug: c for c in competitions}, superseded)
     outer = observer_wrapper(observer) if observer_wrapper else observer
     executor = executor or local_executor(config, competitions, root / "attempts")
     resuming = latest_checkpoint(checkpoints) is not None
@@ -239,6 +259,8 @@ def run_supervise(
             executor.cancel(key)
             services.attempt_abandon(run_id=run_id, key=key, status="killed", reason="The run was cancelled.")
         return None
+    except Superseded:
+        raise  # not a failure: the run goes on under its new supervisor
     except Exception as error:
         log.exception("run %s failed", run_id)
         services.run_set_status(
