@@ -24,18 +24,24 @@ cores per arm:
              evenly. The test predictions are written as a submission in the competition's format and
              graded with rl_core.grading.grade_submission against the same hidden answers.
 
-Measured per competition: both held-out scores and the winner in the metric's direction (a tie counts for
-Practicum, whose target is Practicum >= FLAML), Practicum's attempts, valid attempts and median valid score,
-each arm's wall seconds (setup, fitting, predicting and grading included; FLAML may overrun T, mostly in
-its final refit on all the training rows), FLAML's chosen estimator(s) and the 1-minute load average before
+Measured per competition: both private-half scores and the winner in the metric's direction (a tie counts
+for Practicum, whose target is Practicum >= FLAML), both scores on all the answers (Practicum's as its
+best-of-N), Practicum's attempts, valid attempts and median valid score, each arm's wall seconds (setup,
+fitting, predicting and grading included; FLAML may overrun T, mostly in its final refit on all the
+training rows), FLAML's chosen estimator(s) and the 1-minute load average before
 each competition (it counts this benchmark's own previous arm too; other work on the machine slows both
 arms alike only if it is steady). Target: Practicum >= FLAML on at least half of the competitions
 (win_share >= 0.5).
 
-Not equal between the arms, by design of what each is: Practicum's best attempt is the one with the best
-held-out score (the environment grades every attempt on the hidden answers, as the paper's best-of-N does),
-while FLAML picks its model on its own validation split without seeing the answers. That selection favours
-Practicum; its median valid score shows by how much.
+Selection, and the two scores reported for Practicum. The environment grades every attempt on the hidden
+answers (that is the reward, as in the paper), so "the best attempt's score" selects on the very answers it
+reports: the paper's best-of-N, which FLAML (choosing on its own validation split) cannot do. The target is
+therefore measured the way Kaggle ranks: the hidden test ids are split in two halves by a fixed seed (a
+"public" and a "private" leaderboard); Practicum's submission is the attempt with the best public-half
+score, and both arms are compared on the private half, which selected nothing. The reward the policy
+learns from is still the grade on all the answers (the loop's environment is not changed for the
+benchmark), so the private half is not wholly unseen by the learner; selection, the larger effect, is
+removed. `practicum_best_of_n` (the best full-answers score, the paper's protocol) is shown beside it.
 
 Run from the repository root (the sandbox starts programs with this interpreter's path as given, and a path
 through bench/.. does not exist inside it):
@@ -47,7 +53,6 @@ through bench/.. does not exist inside it):
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib.metadata
 import os
 import statistics
@@ -98,6 +103,58 @@ def run_before(deadline: float, response: str, task: Any, work_dir: Path, **opti
     return run_response(response, task, work_dir, timeout_s=timeout_s, **options)
 
 
+@dataclass(frozen=True)
+class Leaderboards:
+    """The hidden answers split in two halves by id, Kaggle-style: select on `public`, report on `private`."""
+
+    answers: pd.DataFrame
+    spec: GradingSpec
+    public_ids: frozenset[str]
+
+    @classmethod
+    def split(cls, answers_path: Path, spec: GradingSpec, seed: int = 0) -> Leaderboards:
+        answers = pd.read_csv(answers_path, dtype=str, keep_default_na=False)
+        ids = answers[spec.id_column].to_numpy()
+        chosen = np.random.default_rng(seed).permutation(len(ids))[: len(ids) // 2]
+        return cls(answers, spec, frozenset(ids[chosen]))
+
+    def score(self, submission_path: Path, *, public: bool) -> float | None:
+        """The submission's score on one half (None when it does not grade)."""
+        submission = pd.read_csv(submission_path, dtype=str, keep_default_na=False)
+        return grade_frames(self._half(submission, public), self._half(self.answers, public), self.spec).score
+
+    def _half(self, frame: pd.DataFrame, public: bool) -> pd.DataFrame:
+        inside = frame[self.spec.id_column].isin(self.public_ids)
+        return frame[inside if public else ~inside]
+
+
+class HalfScores:
+    """A LocalExecutor runner around `run_before` that grades each valid submission on both halves."""
+
+    def __init__(self, deadline: float, boards: Leaderboards) -> None:
+        self.deadline, self.boards = deadline, boards
+        self.by_attempt: dict[str, tuple[float | None, float | None]] = {}
+
+    def __call__(self, response: str, task: Any, work_dir: Path, **options: Any) -> Any:
+        outcome = run_before(self.deadline, response, task, work_dir, **options)
+        submission = work_dir / "submission" / "submission.csv"
+        if outcome.valid and submission.is_file():
+            halves = (self.boards.score(submission, public=True), self.boards.score(submission, public=False))
+            self.by_attempt[work_dir.name] = halves
+        return outcome
+
+    def selected_private(self, higher_is_better: bool) -> float | None:
+        """The private-half score of the attempt with the best public-half score."""
+        graded = [(pub, priv) for pub, priv in self.by_attempt.values() if pub is not None]
+        if not graded:
+            return None
+        best = graded[0]
+        for candidate in graded[1:]:
+            if is_better(candidate[0], best[0], higher_is_better=higher_is_better):
+                best = candidate
+        return best[1]
+
+
 class Scores:
     """An observer that keeps every valid attempt's held-out score."""
 
@@ -131,10 +188,10 @@ def practicum_arm(task: BundledTask, budget_s: float, cores: int, scratch: Path)
         seed=run.seed, wall_budget_s=budget_s,
     )  # fmt: skip
     scores, started = Scores(), time.monotonic()
+    halves = HalfScores(started + budget_s, Leaderboards.split(task.files.answers_path, task.files.grading))
     executor = LocalExecutor(
         {task.info.slug: task.files}, capacity=cores, scratch_root=scratch,
-        reward=run.reward_config(), instrument=run.instrument,
-        runner=functools.partial(run_before, started + budget_s),
+        reward=run.reward_config(), instrument=run.instrument, runner=halves,
     )  # fmt: skip
     try:
         summary = run_loop(
@@ -146,7 +203,8 @@ def practicum_arm(task: BundledTask, budget_s: float, cores: int, scratch: Path)
     best = summary.best_by_task.get(task.info.slug)
     choices = parse_choices(best.response) if best else None
     return {
-        "score": best.score if best else None,
+        "score": halves.selected_private(task.info.higher_is_better),
+        "best_of_n": best.score if best else None,
         "attempts": summary.attempts,
         "valid": len(scores.valid),
         "median_valid": statistics.median(scores.valid) if scores.valid else None,
@@ -319,8 +377,10 @@ def flaml_arm(task: BundledTask, budget_s: float, cores: int, scratch: Path) -> 
         task.files.grading.id_column, test[task.files.grading.id_column].to_numpy(), columns
     ).to_csv(path, index=False)
     grade = grade_submission(path, task.files.answers_path, task.files.grading)
+    boards = Leaderboards.split(task.files.answers_path, task.files.grading)
     return {
-        "score": grade.score,
+        "score": boards.score(path, public=False) if grade.valid else None,
+        "score_all": grade.score,
         "error": grade.error,
         "models": ",".join(sorted(set(models))),
         "wall_s": time.monotonic() - started,
@@ -361,6 +421,8 @@ def compare(task: BundledTask, budget_s: float, cores: int, scratch: Path) -> di
         "practicum": practicum["score"],
         "flaml": flaml["score"],
         "winner": winner(practicum["score"], flaml["score"], higher_is_better=higher),
+        "practicum_best_of_n": practicum["best_of_n"],
+        "flaml_all": flaml["score_all"],
         "practicum_attempts": practicum["attempts"],
         "practicum_valid": practicum["valid"],
         "practicum_median": practicum["median_valid"],
@@ -375,7 +437,8 @@ def compare(task: BundledTask, budget_s: float, cores: int, scratch: Path) -> di
 
 
 COLUMNS = (
-    "competition", "metric", "direction", "practicum", "flaml", "winner", "practicum_attempts",
+    "competition", "metric", "direction", "practicum", "flaml", "winner", "practicum_best_of_n", "flaml_all",
+    "practicum_attempts",
     "practicum_valid", "practicum_median", "practicum_wall_s", "flaml_wall_s", "practicum_family",
     "flaml_models", "load_1m",
 )  # fmt: skip
@@ -422,7 +485,8 @@ def main() -> None:
     share = wins / len(rows)
     title = (
         f"Practicum (GrammarPolicy, {cores} actors) vs FLAML AutoML (n_jobs={cores}), "
-        f"{minutes:g} min of wall-clock per arm and competition; held-out scores"
+        f"{minutes:g} min of wall-clock per arm and competition; practicum/flaml: private-half scores, "
+        "Practicum's submission selected on the public half; best_of_n/flaml_all: on all the answers"
         f" (sandbox: {isolation_level()})"
     )
     print_table(rows, COLUMNS, title=title)
