@@ -179,7 +179,7 @@ def practicum_arm(task: BundledTask, budget_s: float, cores: int, scratch: Path)
     learner = Learner(
         policy,
         LearnerConfig(
-            objective=run.objective, lr=run.lr, entropy_coef=run.entropy_coef,
+            objective=run.objective, lr=run.learning_rate, entropy_coef=run.entropy_coef,
             duration_aware=run.duration_aware, advantage=run.advantage, seed=run.seed,
         ),
     )  # fmt: skip

@@ -3,7 +3,7 @@ embedded defaults: an SQLite file, an in-process broker and channel layer, and `
 
 | variable           | default                          | meaning                                         |
 |--------------------|----------------------------------|-------------------------------------------------|
-| DATABASE_URL       | sqlite:///<data dir>/practicum.db| postgresql://… (psycopg 3), sqlite:///rel or ////abs |
+| DATABASE_URL       | sqlite:///<data dir>/practicum.db| postgresql://… or sqlite:///rel, sqlite:////abs |
 | REDIS_URL          | unset = in-process               | Celery broker/results and the channel layer     |
 | PRACTICUM_DATA_DIR | <project>/var                    | competitions, attempt scratch dirs, checkpoints |
 | SECRET_KEY         | a development key (DEBUG only)   | Django's signing key                            |

@@ -89,7 +89,11 @@ class RunStartForm(forms.Form):
     objective = forms.ChoiceField(
         choices=[("ppo", "PPO"), ("reinforce", "REINFORCE")], initial=DEFAULTS.objective
     )
-    lr = forms.FloatField(initial=DEFAULTS.lr, help_text="~0.05 for the grammar policy, ~1e-5 for an LM.")
+    lr = forms.FloatField(
+        required=False,
+        min_value=0,
+        help_text="Blank: the policy's own (0.05 grammar, 1e-4 for an LM's adapters).",
+    )
     entropy_coef = forms.FloatField(required=False, initial=DEFAULTS.entropy_coef, min_value=0)
     kl_coef = forms.FloatField(
         required=False, initial=DEFAULTS.kl_coef, min_value=0, help_text="LM: KL to the frozen base."

@@ -69,7 +69,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
     )
     initial = forms.initial_for_competition(competition)
     if request.GET.get("warm_start"):  # from the warm starts page: an LM run starting from it
-        initial |= {"warm_start": request.GET["warm_start"], "policy": "lm", "lr": 1e-5}
+        initial |= {"warm_start": request.GET["warm_start"], "policy": "lm"}
     return run_form(request, initial=initial, source=None)
 
 

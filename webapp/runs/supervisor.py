@@ -111,7 +111,7 @@ def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, st
 def learner_config(config: RunConfig) -> LearnerConfig:
     return LearnerConfig(
         objective=config.objective,
-        lr=config.lr,
+        lr=config.learning_rate,
         entropy_coef=config.entropy_coef,
         kl_coef=config.kl_coef,
         duration_aware=config.duration_aware,

@@ -55,3 +55,9 @@ def test_only_demonstrations_or_runs_to_imitate_make_a_run_fine_tune_first():
     assert RunConfig(policy="lm", warm_start_demos=4).fine_tunes
     assert RunConfig(policy="lm", imitate_runs=(2,)).fine_tunes
     assert not RunConfig(policy="lm", warm_start="stored").fine_tunes
+
+
+def test_without_a_learning_rate_each_policy_gets_its_own():
+    assert RunConfig(policy="grammar").learning_rate == 0.05
+    assert RunConfig(policy="lm").learning_rate == 1e-4  # LoRA adapters: 0.05 would wreck the model
+    assert RunConfig(policy="lm", lr=3e-5).learning_rate == 3e-5

@@ -60,7 +60,7 @@ class Command(JsonCommand):
         parser.add_argument("--sync", action="store_true")
         parser.add_argument("--no-duration-aware", action="store_true")
         parser.add_argument("--no-instrumentation", action="store_true")
-        parser.add_argument("--lr", type=float, default=None, help="default: 0.05 grammar, 1e-5 lm")
+        parser.add_argument("--lr", type=float, default=None, help="default: 0.05 grammar, 1e-4 lm")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--owner", help="username owning the run (default: none)")
         parser.add_argument("--public", action="store_true")
@@ -133,9 +133,7 @@ def config_fields(options) -> dict:
         "duration_aware": not options["no_duration_aware"],
         "instrument": not options["no_instrumentation"],
         "seed": options["seed"],
-        "lr": options["lr"]
-        if options["lr"] is not None
-        else (1e-5 if options["policy"] == "lm" else DEFAULTS.lr),
+        "lr": options["lr"],
     }
     return raw
 
