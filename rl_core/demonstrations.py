@@ -149,9 +149,12 @@ def grammar_demonstrations(
     return demonstrations
 
 
-def imitation_demonstrations(attempts: Sequence[PastAttempt], *, improve: bool = True) -> list[Demonstration]:
+def imitation_demonstrations(
+    attempts: Sequence[PastAttempt], *, improve: bool = True, style: PromptStyle = "full"
+) -> list[Demonstration]:
     """Demonstrations from earlier runs' valid attempts: a solve prompt for each distinct program, and with
     `improve`, an improve prompt per program but the worst of its task, showing the next worse program.
+    Responses are written in `style`, as `grammar_demonstrations` writes them (`canonical_response`).
 
     Attempts whose response holds no single Python block are skipped; of several attempts with the same
     program, the best-scoring one is kept. Returns, per task in order of first appearance, best first.
@@ -161,7 +164,7 @@ def imitation_demonstrations(attempts: Sequence[PastAttempt], *, improve: bool =
         by_task.setdefault(attempt.task.slug, []).append(attempt)
     demonstrations: list[Demonstration] = []
     for group in by_task.values():
-        ranked = _distinct_best_first(group)
+        ranked = _distinct_best_first(group, style)
         for index, (attempt, response, _) in enumerate(ranked):
             demonstrations.append(
                 Demonstration(Prompt(task=attempt.task, kind="solve"), response, attempt.source)
@@ -174,8 +177,10 @@ def imitation_demonstrations(attempts: Sequence[PastAttempt], *, improve: bool =
     return demonstrations
 
 
-def _distinct_best_first(attempts: Sequence[PastAttempt]) -> list[tuple[PastAttempt, str, str]]:
-    """(attempt, canonical response, code) for one task's attempts: distinct programs, best score first."""
+def _distinct_best_first(
+    attempts: Sequence[PastAttempt], style: PromptStyle
+) -> list[tuple[PastAttempt, str, str]]:
+    """(attempt, response in `style`, code) for one task's attempts: distinct programs, best score first."""
     ordered = sorted(attempts, key=lambda a: a.score, reverse=attempts[0].task.higher_is_better)
     ranked, seen = [], set()
     for attempt in ordered:
@@ -183,5 +188,7 @@ def _distinct_best_first(attempts: Sequence[PastAttempt]) -> list[tuple[PastAtte
         if parsed.code is None or parsed.code in seen:
             continue
         seen.add(parsed.code)
-        ranked.append((attempt, format_response(parsed.plan, parsed.code), parsed.code))
+        response = canonical_response(attempt.response, style=style)
+        if response is not None:
+            ranked.append((attempt, response, parsed.code))
     return ranked

@@ -207,6 +207,12 @@ def test_self_imitation_answers_improve_prompts_with_the_better_program(task):
     assert improve.response == "Plan b.\n\ntrailing words\n\n```python\nprint(2)\n```"
 
 
+def test_self_imitation_writes_its_responses_in_the_runs_prompt_style(task):
+    response = "Plan: a task. The program fits a tree. Done.\n\n```python\nx = 1  # one\n\nprint(x)\n```"
+    [demo] = imitation_demonstrations([PastAttempt(task, response, "", 0.5, "run:4")], style="compact")
+    assert demo.response == "The program fits a tree.\n\n```python\nx = 1\nprint(x)\n```"
+
+
 def test_warm_start_policy_builds_grammar_demonstrations_and_trains_on_them_and_the_extra_ones(task, pool):
     extra = [Demonstration(Prompt(task, "solve"), "Plan.\n\n```python\nprint(1)\n```", "run:3")]
     one_step = WarmStartConfig(epochs=1, minibatch=3)

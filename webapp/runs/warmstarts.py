@@ -329,7 +329,7 @@ def past_demonstrations(request: WarmStartRequest, tasks: dict[str, Any]) -> lis
         for a in attempts
         if a.competition.slug in tasks and a.program.strip()
     ]
-    return imitation_demonstrations(past)
+    return imitation_demonstrations(past, style=request.prompt_style)
 
 
 def load_policy(request: WarmStartRequest) -> Any:
