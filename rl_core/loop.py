@@ -371,6 +371,13 @@ class _Run:
         self.state.checkpointed_at = self.state.updates
         ckpt.save_checkpoint(self.checkpoints, self.state.updates, self.checkpoint_state())
 
+    def checkpoint_final(self) -> None:
+        """Save the final policy when updates happened since the last checkpoint (checkpoint_every > 1), so
+        a run that starts from this one's final policy gets all of it."""
+        if self.checkpoints is not None and self.state.updates > self.state.checkpointed_at:
+            self.state.checkpointed_at = self.state.updates
+            ckpt.save_checkpoint(self.checkpoints, self.state.updates, self.checkpoint_state())
+
     def checkpoint_state(self) -> dict[str, Any]:
         version, internal, gauss = self.rng.getstate()
         saved = {
@@ -458,6 +465,7 @@ def run_loop(
     elif baselines:
         run.seed_pools(baselines)
     run.run_sync() if config.sync else run.run_async()
+    run.checkpoint_final()
     return run.summary()
 
 

@@ -227,6 +227,14 @@ def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(tmp_
     assert resumed == straight
 
 
+def test_a_run_ends_with_a_checkpoint_of_its_final_policy(tmp_path):
+    summary, policy, _ = run_resumable(tmp_path)  # 20 updates, a checkpoint every 3
+    assert summary.updates == 20
+    final = load_checkpoint(tmp_path)
+    assert latest_checkpoint(tmp_path).name == "checkpoint-00000020.pt"
+    assert final["policy_version"] == policy.version
+
+
 class RecordingSimulator(SimulatedExecutor):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
