@@ -71,6 +71,14 @@ def compare(batch: int, seeds: int, attempts: int) -> dict[str, Any]:
         arm: [run_arm(sync=arm == "sync", batch=batch, seed=s, attempts=attempts) for s in range(seeds)]
         for arm in ("async", "sync")
     }
+    return summarize(batch, runs) | {
+        "updates_async": statistics.fmean(r["updates"] for r in runs["async"]),
+        "updates_sync": statistics.fmean(r["updates"] for r in runs["sync"]),
+    }
+
+
+def summarize(batch: int, runs: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    """One table row: mean wall-clock and utilisation of each arm, and the speedup (sync / async) per seed."""
     speedups = [s["wall_s"] / a["wall_s"] for a, s in zip(runs["async"], runs["sync"], strict=True)]
     return {
         "batch": batch,
@@ -80,8 +88,6 @@ def compare(batch: int, seeds: int, attempts: int) -> dict[str, Any]:
         "speedup_min": min(speedups),
         "async_utilization": statistics.fmean(r["utilization"] for r in runs["async"]),
         "sync_utilization": statistics.fmean(r["utilization"] for r in runs["sync"]),
-        "updates_async": statistics.fmean(r["updates"] for r in runs["async"]),
-        "updates_sync": statistics.fmean(r["updates"] for r in runs["sync"]),
     }
 
 
@@ -130,17 +136,7 @@ def compare_real(seeds: int, attempts: int) -> dict[str, Any]:
                 scratch = Path(tmp) / f"{arm}-{seed}"
                 runs[arm].append(run_real_arm(sync=arm == "sync", seed=seed, attempts=attempts, task=task,
                                               scratch=scratch))  # fmt: skip
-    speedups = [s["wall_s"] / a["wall_s"] for a, s in zip(runs["async"], runs["sync"], strict=True)]
-    return {
-        "batch": WORKERS,
-        "async_wall_s": statistics.fmean(r["wall_s"] for r in runs["async"]),
-        "sync_wall_s": statistics.fmean(r["wall_s"] for r in runs["sync"]),
-        "speedup": statistics.fmean(speedups),
-        "speedup_min": min(speedups),
-        "async_utilization": statistics.fmean(r["utilization"] for r in runs["async"]),
-        "sync_utilization": statistics.fmean(r["utilization"] for r in runs["sync"]),
-        "busy_s_per_arm": statistics.fmean(r["busy_s"] for r in runs["async"]),
-    }
+    return summarize(WORKERS, runs) | {"busy_s_per_arm": statistics.fmean(r["busy_s"] for r in runs["async"])}
 
 
 def arguments() -> argparse.Namespace:
