@@ -230,7 +230,7 @@ def run_arm(
         {t.info.slug: t.files for t in tasks}, 2, scratch, reward=RewardConfig(preset=preset),  # type: ignore[arg-type]
         instrument=instrument,
     )  # fmt: skip
-    learner_config = LearnerConfig(lr=settings.rl_lr, minibatch=4, seed=seed)
+    learner_config = LearnerConfig(lr=settings.rl_lr, minibatch=4, micro_batch=1, seed=seed)
     learner = Learner(policy, learner_config) if learn else FrozenLearner(policy)
     config = LoopConfig(attempts=attempts, actors=settings.batch, batch=settings.batch, sync=True, seed=seed)
     started = time.monotonic()

@@ -44,7 +44,12 @@ class LearnerConfig:
     ppo_epochs: int = 2
     """Passes over each batch (PPO only; REINFORCE takes one step)."""
     minibatch: int | None = None
-    """Samples per PPO minibatch; None for the whole batch."""
+    """Samples per PPO minibatch (one optimizer step each); None for the whole batch."""
+    micro_batch: int | None = None
+    """Samples per forward/backward pass. A minibatch's gradients are accumulated over its micro-batches,
+    so the step is the one a single pass would take (up to float rounding) in a fraction of the memory: an
+    LM's backward holds every token's activations (about 3-6 GB per 1,000-1,600-token sample for
+    SmolLM2-135M in float32). None: the whole minibatch in one pass."""
     entropy_coef: float = 0.0
     """Weight of the entropy bonus (mean per-token entropy)."""
     kl_coef: float = 0.0
@@ -259,32 +264,52 @@ class Learner:
         advantages: torch.Tensor,
         weights: torch.Tensor,
     ) -> dict[str, float]:
-        samples = [batch[i].sample for i in index.tolist()]
+        """One optimizer step on the minibatch `index`, its gradient accumulated over micro-batches."""
+        self.optimizer.zero_grad(set_to_none=True)
+        tokens = sum(len(batch[i].sample.logprobs) for i in index.tolist())
+        parts = [
+            self._accumulate(batch, part, advantages, weights, len(index), tokens)
+            for part in index.split(self.config.micro_batch or len(index))
+        ]
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+        return {key: math.fsum(part[key] for part in parts) for key in parts[0]} | {
+            "charts/grad_norm": float(grad_norm)
+        }
+
+    def _accumulate(
+        self,
+        batch: Sequence[Experience],
+        part: torch.Tensor,
+        advantages: torch.Tensor,
+        weights: torch.Tensor,
+        size: int,
+        tokens: int,
+    ) -> dict[str, float]:
+        """Backward of one micro-batch's share of the minibatch loss: its per-sample means count with
+        len(part) / size of the minibatch, its per-token means with its tokens / the minibatch's `tokens`.
+        Returns the same shares of the minibatch's metrics."""
+        samples = [batch[i].sample for i in part.tolist()]
         scored = self.policy.score(samples)
         old = padded_old_logprobs(samples, scored.mask)
         loss_pg, clip_fraction = policy_loss(
-            scored,
-            old,
-            advantages[index],
-            weights[index],
-            objective=self.config.objective,
-            clip_eps=self.config.clip_eps,
-        )
+            scored, old, advantages[part], weights[part],
+            objective=self.config.objective, clip_eps=self.config.clip_eps,
+        )  # fmt: skip
         entropy = scored.entropy.mean()
         kl = kl_to_reference(scored) if self.config.kl_coef > 0 else torch.zeros(())
-        total = loss_pg - self.config.entropy_coef * entropy + self.config.kl_coef * kl
-        self.optimizer.zero_grad(set_to_none=True)
+        by_sample, by_token = len(part) / size, int(scored.mask.sum()) / max(tokens, 1)
+        total = (
+            by_sample * (loss_pg - self.config.entropy_coef * entropy) + by_token * self.config.kl_coef * kl
+        )
         total.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
-        self.optimizer.step()
         return {
-            "losses/policy": loss_pg.item(),
-            "losses/entropy": entropy.item(),
-            "losses/kl": kl.item(),
+            "losses/policy": by_sample * loss_pg.item(),
+            "losses/entropy": by_sample * entropy.item(),
+            "losses/kl": by_token * kl.item(),
             "losses/total": total.item(),
-            "charts/entropy": entropy.item(),
-            "charts/clip_fraction": clip_fraction,
-            "charts/grad_norm": float(grad_norm),
+            "charts/entropy": by_sample * entropy.item(),
+            "charts/clip_fraction": by_token * clip_fraction,
         }
 
     def _batch_charts(

@@ -23,7 +23,6 @@ than the policy's `max_new_tokens` are skipped (the policy could never write the
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import math
@@ -152,7 +151,7 @@ def fine_tune(
     total = config.epochs * math.ceil(len(encoded) / config.minibatch)
     losses: list[float] = []
     try:
-        with _checkpointing(policy, enabled=config.gradient_checkpointing):
+        with policy.activation_checkpointing(enabled=config.gradient_checkpointing):
             for batch in minibatches(encoded, config):
                 loss = batch_loss(policy, batch)
                 optimizer.zero_grad(set_to_none=True)
@@ -175,23 +174,6 @@ def minibatches(encoded: Sequence[Encoded], config: WarmStartConfig) -> Iterator
         order = torch.randperm(len(encoded), generator=generator).tolist()
         for start in range(0, len(order), config.minibatch):
             yield [encoded[i] for i in order[start : start + config.minibatch]]
-
-
-@contextlib.contextmanager
-def _checkpointing(policy: LMPolicy, *, enabled: bool) -> Iterator[None]:
-    """Gradient checkpointing (and the training mode it needs) while the block runs; eval mode after."""
-    model = policy.model.get_base_model()
-    if enabled:
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-        model.enable_input_require_grads()  # frozen embeddings: give the checkpointed blocks a grad input
-        policy.model.train()
-    try:
-        yield
-    finally:
-        if enabled:
-            model.activation_checkpointing_disable()
-            model.disable_input_require_grads()
-        policy.model.eval()
 
 
 def _freeze_base(policy: LMPolicy) -> None:

@@ -35,6 +35,7 @@ adapters at once; vLLM is untested here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import shutil
 import tempfile
@@ -100,6 +101,10 @@ class LMPolicyConfig:
     """The most prompts per ``generate`` call."""
     score_batch: int = 8
     """The most samples per no-gradient forward when recording old log-probs."""
+    checkpoint_activations: bool = True
+    """`score` with gradients recomputes each layer's activations in the backward pass instead of keeping
+    them all: measured on SmolLM2-135M, a 1,600-token sample's backward peaks at 3.7 GB instead of 6.0 GB,
+    in the same time on a CPU."""
     vllm_gpu_memory_utilization: float = 0.3
     """The share of GPU memory vLLM may take (the training copy of the model needs the rest)."""
     cpu_threads: int | None = None
@@ -346,7 +351,9 @@ class LMPolicy:
         mask, (B,) mean entropy, and the frozen base's (B, T) log-probs when `config.reference` is on."""
         prompt_ids = [self.prompt_ids(sample.prompt) for sample in samples]
         response_ids = [self.response_ids(sample) for sample in samples]
-        logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)
+        checkpointing = self.config.checkpoint_activations and torch.is_grad_enabled()
+        with self.activation_checkpointing(enabled=checkpointing):
+            logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)
         reference = None
         if self.config.reference:
             with torch.no_grad(), self.model.disable_adapter():
@@ -387,6 +394,23 @@ class LMPolicy:
         self.version = int(state["version"])
         if self._vllm is not None:
             self._vllm.pushed_version = None  # new weights under a possibly equal version: push again
+
+    @contextlib.contextmanager
+    def activation_checkpointing(self, *, enabled: bool = True) -> Iterator[None]:
+        """Gradient (activation) checkpointing, and the training mode it needs, while the block runs; eval
+        mode after. Call this around forward passes whose backward would not fit in memory otherwise."""
+        model = self.model.get_base_model()
+        if enabled:
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            model.enable_input_require_grads()  # frozen embeddings: give the checkpointed blocks a grad input
+            self.model.train()
+        try:
+            yield
+        finally:
+            if enabled:
+                model.activation_checkpointing_disable()
+                model.disable_input_require_grads()
+            self.model.eval()
 
     # Extras: the frozen LM for instrumentation, and adapter folders.
 

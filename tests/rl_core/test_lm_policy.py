@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 
 import pytest
@@ -215,6 +216,39 @@ def test_the_learner_takes_a_ppo_step_on_an_lm_policy_with_ratios_of_one():
     metrics = learner.update(batch, current_version=0)
     assert metrics["charts/clip_fraction"] == 0.0
     assert policy.version == 1
+
+
+def truncated(sample: Sample, length: int) -> Sample:
+    """The sample's first `length` tokens (their old log-probs are the same as in the whole sample)."""
+    ids = sample.info["response_ids"][:length]
+    info = sample.info | {"response_ids": ids}
+    return dataclasses.replace(sample, logprobs=sample.logprobs[:length], info=info)
+
+
+def test_a_step_accumulated_over_micro_batches_is_the_step_of_one_pass():
+    """Samples of different lengths and prompt kinds, with a KL term: per-sample and per-token means must
+    be weighted as in one pass for the two updates to agree."""
+    policy = make_policy()
+    perturb_adapters(policy, scale=0.05)
+    drawn = draw(policy, [SOLVE, IMPROVE, SOLVE, IMPROVE], seed=3)
+    samples = [truncated(sample, length) for sample, length in zip(drawn, [12, 5, 9, 3], strict=True)]
+    batch = [
+        Experience(s, reward, duration, True)
+        for s, reward, duration in zip(samples, [1.0, -1.0, 0.5, 2.0], [1.0, 2.0, 3.0, 0.5], strict=True)
+    ]
+    updated = {}
+    for micro_batch in (None, 1, 3):
+        twin = copy.deepcopy(policy)
+        config = LearnerConfig(lr=1e-2, ppo_epochs=1, kl_coef=0.1, entropy_coef=0.01, micro_batch=micro_batch)
+        metrics = Learner(twin, config).update(batch, current_version=0)
+        updated[micro_batch] = (named_weights(twin, lora=True), metrics)
+    for micro_batch in (1, 3):
+        for name, tensor in updated[None][0].items():
+            torch.testing.assert_close(updated[micro_batch][0][name], tensor, rtol=1e-4, atol=1e-6)
+        assert updated[micro_batch][1]["losses/total"] == pytest.approx(
+            updated[None][1]["losses/total"], rel=1e-4
+        )
+        assert updated[micro_batch][1]["losses/kl"] == pytest.approx(updated[None][1]["losses/kl"], rel=1e-4)
 
 
 def test_the_frozen_model_ignores_the_adapters():

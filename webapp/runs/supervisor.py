@@ -108,10 +108,15 @@ def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, st
     return {task.slug: simplest_program(task) for task in tasks}
 
 
+LM_MICRO_BATCH = 1
+"""Samples per forward/backward pass when an LM policy learns: one long sample's backward is gigabytes."""
+
+
 def learner_config(config: RunConfig) -> LearnerConfig:
     return LearnerConfig(
         objective=config.objective,
         lr=config.learning_rate,
+        micro_batch=LM_MICRO_BATCH if config.policy == "lm" else None,
         entropy_coef=config.entropy_coef,
         kl_coef=config.kl_coef,
         duration_aware=config.duration_aware,
