@@ -23,8 +23,8 @@ temporary PRACTICUM_DATA_DIR. Nothing is mocked.
    Timed (a) by a plain client: HTTP GET of /runs/<id>/, then the websocket snapshot the page asks for
    (its size too: daphne refuses to send a message over 1 MiB); and (b) as a user sees it, in headless
    Chromium (Playwright, /usr/bin/chromium): from navigation until run.js has drawn the charts and the
-   table, for a first visit (a fresh context: plotly.js's 4.8 MB fetched and compiled) and for a
-   returning visitor (a profile on disk, after two visits). Targets: median first visit <= 1.5 s
+   table, for a first visit (a fresh context: plotly.js's basic bundle, 1.2 MB, fetched and compiled)
+   and for a returning visitor (a profile on disk, after two visits). Targets: median first visit <= 1.5 s
    (`results.page_load_s`); the returning visitor's median is `results.page_load_warm_s`.
 """
 

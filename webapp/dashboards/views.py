@@ -195,15 +195,13 @@ def asset(request: HttpRequest, name: str) -> HttpResponse:
 
 @cache_control(max_age=86400, public=True)
 def plotly_js(request: HttpRequest) -> HttpResponse:
-    """plotly.js from the installed plotly package: dashboards work with no internet access."""
+    """plotly.js's basic bundle, vendored (vendor/README.md): dashboards work with no internet access."""
     return HttpResponse(bundled_plotly_js(), content_type="application/javascript")
 
 
 @lru_cache(maxsize=1)
 def bundled_plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
+    return (Path(__file__).resolve().parent / "vendor" / "plotly-basic.min.js").read_text(encoding="utf-8")
 
 
 def visible_run_or_404(request: HttpRequest, run_id: int) -> Run:

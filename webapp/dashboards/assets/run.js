@@ -114,8 +114,10 @@
     react("chart-valid", [{ x: done.map((a) => a.number), y: rolling(done.map((a) => (a.valid ? 1 : 0)), 20), mode: "lines", name: "valid" }],
       layout("Valid-submission rate (rolling 20)", "attempt", "rate"));
     react("chart-duration", [byVersion(steps, "charts/duration_mean_s")], layout("Mean Δt per update", "policy version", "seconds"));
-    react("chart-funnel", [{ type: "funnel", y: STAGES, x: STAGES.map((s) => state.stats.stages[s] || 0) }],
-      { ...layout(`Stage funnel (${state.stats.finished} finished)`, "", ""), margin: { l: 130, r: 10, t: 36, b: 30 } });
+    const reached = STAGES.map((s) => state.stats.stages[s] || 0);
+    react("chart-funnel", [{ type: "bar", orientation: "h", y: STAGES, x: reached, text: reached, textposition: "auto" }],
+      { ...layout(`Stage funnel (${state.stats.finished} finished)`, "", ""), margin: { l: 130, r: 10, t: 36, b: 30 },
+        yaxis: { autorange: "reversed", automargin: true } });
     const groups = groupBy(done, (a) => a.family || a.prompt_kind);
     react("chart-scatter", Object.entries(groups).map(([name, items]) => ({
       x: items.map((a) => a.duration_s), y: items.map((a) => a.reward), mode: "markers", name, marker: { size: 6 },
