@@ -92,3 +92,15 @@ def recover_when_ready(sender, **kwargs) -> None:
         return
     if recovered:
         log.warning("restarted the supervisors of runs %s", recovered)
+
+
+@worker_ready.connect
+def report_isolation_when_ready(sender, **kwargs) -> None:
+    """A worker that runs attempts says at start which sandbox it has (bubblewrap, or the weaker fallback,
+    which rl_core.sandbox warns about), rather than at its first attempt."""
+    queues = set(sender.app.amqp.queues.consume_from or {})
+    if not queues & {"sandbox", "sandbox-gpu"}:
+        return
+    from rl_core.sandbox import isolation_level
+
+    log.info("sandbox isolation on this worker: %s", isolation_level())

@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from rl_core.sandbox import isolation_level
 from webapp.competitions.models import Competition
 from webapp.runs import services
 from webapp.runs.config import RunConfig
@@ -47,6 +48,7 @@ class Command(BaseCommand):
         if settings.REDIS:
             start_celery_workers()
         say(f"Demo user: {DEMO_USER} / {DEMO_PASSWORD}")
+        say(f"Sandbox isolation: {isolation_level()}")  # "rlimits" means bubblewrap does not work here
         if not no_run:
             run = start_demo_run(user=user, slug=competition, policy=policy, attempts=attempts)
             say(f"Run {run.id} ({policy}) on {competition}: http://{host}:{port}/runs/{run.id}/")
