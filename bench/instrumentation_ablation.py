@@ -29,7 +29,7 @@ ARMS = {"instrumented": True, "uninstrumented": False}
 def main() -> None:
     args = bench_arguments(__doc__.splitlines()[0])
     attempts, seeds = (16, (0, 1, 2)) if args.quick else (32, (0, 1, 2))
-    settings = LMSettings(demonstrations=8 if args.quick else 16)
+    settings = LMSettings()
     adapter, _ = warm_start(tasks_for(WARM_SLUGS), settings)
     tasks = tasks_for((TARGET_SLUG,))
     points = list(range(settings.batch, attempts + 1, settings.batch))

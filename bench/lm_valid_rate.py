@@ -25,7 +25,7 @@ SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 def main() -> None:
     args = bench_arguments(__doc__.splitlines()[0])
     attempts = 16 if args.quick else 48
-    settings = LMSettings(demonstrations=8 if args.quick else 16)
+    settings = LMSettings()
     tasks = tasks_for(SLUGS)
     adapter, manifest = warm_start(tasks, settings)
     starts = {"raw": (None, False), "warm": (adapter, False), "rl": (adapter, True)}

@@ -56,7 +56,7 @@ def prompt_lengths(policy, tasks) -> float:
 def main() -> None:
     args = bench_arguments(__doc__.splitlines()[0])
     attempts = 8 if args.quick else 16
-    settings = LMSettings(demonstrations=8 if args.quick else 16)
+    settings = LMSettings()
     tasks = tasks_for(SLUGS)
     rows = [measure_style(style, tasks, settings, attempts) for style in STYLES]
     columns = ["style", "prompt_tokens_solve", "response_tokens", "warm_start_wall_s", "warm_start_loss_last",

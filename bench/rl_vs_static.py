@@ -28,7 +28,7 @@ SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 def main() -> None:
     args = bench_arguments(__doc__.splitlines()[0])
     attempts, seeds = (24, (0,)) if args.quick else (48, (0, 1))
-    settings = LMSettings(demonstrations=8 if args.quick else 16)
+    settings = LMSettings()
     tasks = tasks_for(SLUGS)
     adapter, _ = warm_start(tasks, settings)
     points = list(range(settings.batch, attempts + 1, settings.batch))

@@ -69,13 +69,14 @@ def demo_user():
 
 
 LM_DEMO = {
-    "policy": "lm", "prompt_style": "compact", "max_new_tokens": 768, "actors": 2, "batch": 8, "sync": True,
-    "lr": 1e-4, "seed_baseline": True,
+    "policy": "lm", "prompt_style": "compact", "max_new_tokens": 1024, "temperature": 0.3, "actors": 2,
+    "batch": 8, "sync": True, "lr": 1e-4, "seed_baseline": True,
 }  # fmt: skip
 """The LM demo's run: what bench/lm_valid_rate.py runs (synchronous B = 8 keeps generation batched on a
 CPU; the improve pool seeded with a baseline program), warm-started on demonstrations first."""
-LM_DEMO_DEMONSTRATIONS = 12
-"""Demonstrations in the LM demo's own warm-start phase (when no stored warm start fits): a few minutes."""
+LM_DEMO_DEMONSTRATIONS = 48
+"""Demonstrations in the LM demo's own warm-start phase (when no stored warm start fits): about 20 minutes on
+2 CPU cores, shown live on the run page; fewer leave the small model writing mostly invalid programs."""
 
 
 def start_demo_run(*, user, slug: str, policy: str, attempts: int):
