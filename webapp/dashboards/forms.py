@@ -44,7 +44,8 @@ class RunStartForm(forms.Form):
     )  # fmt: skip
     warm_start_demos = forms.IntegerField(
         required=False, initial=0, min_value=0, max_value=2000, label="Warm-start demonstrations (LM)",
-        help_text="Fine-tune on this many GrammarPolicy programs before RL (0: none); stored for reuse.",
+        help_text="Fine-tune on this many GrammarPolicy programs before RL (0: none); stored for reuse. "
+        "48 (about 20 minutes on 2 CPU cores) makes SmolLM2-135M write valid programs about half the time.",
     )  # fmt: skip
     imitate_runs = forms.CharField(
         required=False, label="Imitate runs (LM)", help_text="Run ids, comma-separated: their best valid "
