@@ -113,8 +113,10 @@ class ArmResult:
 class Recorder:
     """An observer: each finished attempt as an AttemptRecord, and the number of updates."""
 
-    def __init__(self, result: ArmResult) -> None:
+    def __init__(self, result: ArmResult, *, learning: bool) -> None:
         self.result = result
+        self.learning = learning
+        """False for a static arm: its FrozenLearner's calls are not updates."""
         self.batch_speeds: dict[float, float] = {}
 
     def on_attempt_started(self, attempt_id, sample, started_at) -> None:
@@ -135,7 +137,7 @@ class Recorder:
             self.result.tokens_per_s = list(self.batch_speeds.values())
 
     def on_update(self, version, metrics) -> None:
-        if any(not name.startswith("loop/") for name in metrics):  # a FrozenLearner's steps report nothing
+        if self.learning:
             self.result.updates += 1
 
 
@@ -240,7 +242,8 @@ def run_arm(
     try:
         run_loop(
             policy=policy, learner=learner, executor=executor, tasks=[t.info for t in tasks], config=config,  # type: ignore[arg-type]
-            observer=Recorder(result), baselines={t.info.slug: simplest_program(t.info) for t in tasks},
+            observer=Recorder(result, learning=learn),
+            baselines={t.info.slug: simplest_program(t.info) for t in tasks},
         )  # fmt: skip
     finally:
         executor.close()

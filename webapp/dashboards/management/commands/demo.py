@@ -26,6 +26,7 @@ from rl_core.sandbox import isolation_level
 from webapp.competitions.models import Competition
 from webapp.runs import services
 from webapp.runs.config import RunConfig
+from webapp.runs.warmstarts import WarmStartRequest
 
 DEMO_USER, DEMO_PASSWORD = "demo", "practicum-demo"
 
@@ -74,9 +75,9 @@ LM_DEMO = {
 }  # fmt: skip
 """The LM demo's run: what bench/lm_valid_rate.py runs (synchronous B = 8 keeps generation batched on a
 CPU; the improve pool seeded with a baseline program), warm-started on demonstrations first."""
-LM_DEMO_DEMONSTRATIONS = 48
-"""Demonstrations in the LM demo's own warm-start phase (when no stored warm start fits): about 20 minutes on
-2 CPU cores, shown live on the run page; fewer leave the small model writing mostly invalid programs."""
+LM_DEMO_DEMONSTRATIONS = WarmStartRequest.demonstrations
+"""Demonstrations in the LM demo's own warm-start phase (when no stored warm start fits): manage.py
+warmstart's default, about 20 minutes on 2 CPU cores, shown live on the run page."""
 
 
 def start_demo_run(*, user, slug: str, policy: str, attempts: int):
