@@ -76,6 +76,14 @@ class Metric:
         """
         return n_columns >= self.min_columns and (self.max_columns is None or n_columns <= self.max_columns)
 
+    def better(self, score: float, than: float) -> bool:
+        """Whether `score` strictly beats `than` in this metric's direction.
+
+        >>> get_metric("rmse").better(0.2, 0.5), get_metric("accuracy").better(0.5, 0.5)
+        (True, False)
+        """
+        return score > than if self.higher_is_better else score < than
+
 
 class UnknownMetricError(ValueError):
     """A metric name that is not in `METRICS`; the message lists the known names."""

@@ -10,7 +10,7 @@ import torch
 from rl_core.checkpoint import latest_checkpoint, load_checkpoint
 from rl_core.executors import FamilySpec, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import LoopConfig, evaluate, run_loop
+from rl_core.loop import EVALUATION, LoopConfig, evaluate, run_loop
 from rl_core.policies.table import TablePolicy, family_of
 from rl_core.policy import TaskInfo
 
@@ -263,6 +263,35 @@ def test_evaluation_keeps_the_improved_solution_when_it_scores_higher():
     assert result.solve.score < result.improve.score
     assert result.best is result.improve
     assert family_of(result.best_response) == "medium"
+
+
+class EventLog:
+    def __init__(self):
+        self.events: list[tuple] = []
+
+    def on_attempt_started(self, attempt_id, sample, started_at):
+        self.events.append(("started", attempt_id, sample.prompt.kind, sample.info.get(EVALUATION)))
+
+    def on_attempt_finished(self, attempt_id, sample, outcome, finished_at, staleness):
+        self.events.append(("finished", attempt_id, outcome.score, staleness))
+
+    def on_update(self, version, metrics):
+        self.events.append(("update", version))
+
+
+def test_evaluation_reports_both_attempts_tagged_and_never_updates():
+    policy = TablePolicy(["fast", "medium"], init_logits=[20.0, 0.0], keep_bonus=-100.0)
+    executor = SimulatedExecutor({"fast": TABLE["fast"], "medium": FamilySpec(2.0, score_mean=0.7)}, 1, 0)
+    log = EventLog()
+    result = evaluate(policy, executor, make_task(), seed=5, observer=log)
+    slug = make_task().slug
+    assert log.events == [
+        ("started", f"eval-{slug}-5-solve", "solve", True),
+        ("finished", f"eval-{slug}-5-solve", result.solve.score, 0),
+        ("started", f"eval-{slug}-5-improve", "improve", True),
+        ("finished", f"eval-{slug}-5-improve", result.improve.score, 0),
+    ]
+    assert policy.version == 0
 
 
 def test_evaluation_does_not_improve_an_invalid_solution():

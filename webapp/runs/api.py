@@ -149,7 +149,8 @@ class RunList(APIView):
 class RunDetail(APIView):
     @extend_schema(operation_id="runs_retrieve", summary="One run", responses={200: JSON_OBJECT})
     def get(self, request, run_id: int):
-        return Response(run_summary(visible_run(request, run_id)))
+        run = visible_run(request, run_id)
+        return Response(run_summary(run) | {"evaluation": selectors.run_evaluation(run=run)})
 
 
 class RunCancel(APIView):

@@ -50,6 +50,29 @@ def run_is_visible_to(*, run_id: int, user: User | AnonymousUser) -> bool:
     return runs_visible_to(user=user).filter(id=run_id).exists()
 
 
+EVAL_PREFIX = "eval-"
+"""The prompt kinds of evaluation attempts (RunConfig.evaluate): "eval-solve" and "eval-improve"."""
+
+
+def run_evaluation(*, run: Run) -> dict[str, dict[str, Any]]:
+    """slug -> the final policy's evaluation on that competition (RunConfig.evaluate): the solve and improve
+    attempts' scores (None where invalid or not run) and the better of them, kept as the result ("score",
+    "attempt_id"; the solve attempt's on a tie). {} for a run that was not evaluated."""
+    results: dict[str, dict[str, Any]] = {}
+    attempts = run.attempts.filter(prompt_kind__startswith=EVAL_PREFIX).select_related("competition")
+    for attempt in attempts.order_by("number"):
+        slug = attempt.competition.slug
+        entry = results.setdefault(
+            slug, {"solve_score": None, "improve_score": None, "score": None, "attempt_id": None}
+        )
+        score = attempt.score if attempt.valid else None
+        entry[f"{attempt.prompt_kind.removeprefix(EVAL_PREFIX)}_score"] = score
+        better = get_metric(attempt.competition.metric).better
+        if score is not None and (entry["score"] is None or better(score, entry["score"])):
+            entry["score"], entry["attempt_id"] = score, attempt.id
+    return results
+
+
 def run_attempts(*, run: Run) -> QuerySet[Attempt]:
     return run.attempts.select_related("competition").order_by("number")
 

@@ -137,8 +137,7 @@ def storable(value: Any) -> Any:
 def improves(run: Run, attempt: Attempt) -> bool:
     if run.best_score is None:
         return True
-    higher = get_metric(attempt.competition.metric).higher_is_better
-    return attempt.score > run.best_score if higher else attempt.score < run.best_score
+    return get_metric(attempt.competition.metric).better(attempt.score, run.best_score)
 
 
 def attempt_abandon(*, run_id: int, key: str, status: str, reason: str) -> Attempt:

@@ -19,7 +19,7 @@ from rl_core.adapters import warm_start_source
 from rl_core.checkpoint import latest_checkpoint, warm_start
 from rl_core.executors import Executor, LocalExecutor
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import LoopConfig, LoopSummary, run_loop
+from rl_core.loop import EVALUATION, LoopConfig, LoopSummary, evaluate, run_loop
 from rl_core.policy import Policy, Sample, TaskInfo
 from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
@@ -197,11 +197,17 @@ class PersistingObserver:
 def sample_fields(sample: Sample) -> dict[str, Any]:
     info = {k: v for k, v in sample.info.items() if isinstance(v, str | int | float | bool | dict | list)}
     return {
-        "prompt_kind": sample.prompt.kind,
+        "prompt_kind": prompt_kind(sample),
         "family": str(sample.info.get("family", ""))[:40],
         "info": info,
         "response": sample.response,
     }
+
+
+def prompt_kind(sample: Sample) -> str:
+    """The stored prompt kind: solve or improve, and eval-solve or eval-improve in the final evaluation."""
+    kind = sample.prompt.kind
+    return f"{selectors.EVAL_PREFIX}{kind}" if sample.info.get(EVALUATION) else kind
 
 
 def outcome_fields(outcome: Any) -> dict[str, Any]:
@@ -259,6 +265,9 @@ def run_supervise(
             resume=checkpoints if resuming else None,
             baselines=baseline_responses(config, tasks),
         )
+        if config.evaluate:
+            for task in tasks:
+                evaluate(policy, executor, task, seed=config.seed, observer=outer)
     except RunCancelled:
         for key in list(observer.in_flight):
             executor.cancel(key)

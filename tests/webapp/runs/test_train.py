@@ -9,6 +9,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from webapp.runs import services
 from webapp.runs.config import RunConfig
@@ -36,6 +37,28 @@ def test_a_short_grammar_run_persists_every_attempt_and_learner_step(iris):
     assert run.learner_steps.count() == 2 and run.policy_version == 2
     assert summary["best_attempt_id"] == run.best_attempt_id and summary["best_score"] == run.best_score
     assert set(summary) >= {"run_id", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s"}
+
+
+def test_evaluate_runs_solve_then_improve_with_the_final_policy_and_keeps_the_better(iris):
+    summary = train(
+        "iris-species", "--attempts", "2", "--actors", "2", "--batch", "2", "--evaluate", "--public"
+    )
+    run = Run.objects.get(id=summary["run_id"])
+    assert summary["attempts"] == 2 and run.attempts_done == 4  # the budget, then the two evaluation attempts
+    evaluation = run.attempts.filter(prompt_kind__startswith="eval-").order_by("number")
+    solve, improve = evaluation
+    assert (solve.prompt_kind, improve.prompt_kind) == ("eval-solve", "eval-improve")  # the grammar is valid
+    assert {solve.policy_version, improve.policy_version} == {run.policy_version} and solve.info["evaluation"]
+    kept = max((solve, improve), key=lambda a: (a.score, a is solve))  # accuracy: higher; solve on a tie
+    expected = {"solve_score": solve.score, "improve_score": improve.score, "score": kept.score}
+    assert summary["evaluation"] == {"iris-species": expected | {"attempt_id": kept.id}}
+    assert Client().get(f"/api/runs/{run.id}/").json()["evaluation"] == summary["evaluation"]
+
+
+def test_a_run_that_is_not_evaluated_reports_no_evaluation(iris):
+    summary = train("iris-species", "--attempts", "2", "--actors", "2", "--batch", "2")
+    assert summary["evaluation"] == {}
+    assert not Attempt.objects.filter(run_id=summary["run_id"], prompt_kind__startswith="eval-").exists()
 
 
 def test_train_rejects_an_unknown_competition():

@@ -1,8 +1,12 @@
 """`manage.py train SLUG [SLUG ...] [--policy grammar|lm] [--model NAME_OR_PATH] [--attempts N] [--actors K]
-[--batch B] [--sync] [--no-duration-aware] [--no-instrumentation] [--seed S] [--owner USERNAME] ...`
+[--batch B] [--sync] [--no-duration-aware] [--no-instrumentation] [--evaluate] [--seed S] [--owner NAME] ...`
 
 Creates a run, drives it in the foreground with a progress bar on stderr, and prints its summary:
-{"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s"}. Several slugs
+{"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s", "evaluation"}
+("attempts" and "valid_rate" count the training attempts). `--evaluate` then evaluates the final policy on
+each competition by the paper's protocol (solve, then improve, keep the better): "evaluation" maps each slug
+to {"solve_score", "improve_score", "score", "attempt_id"} (scores of invalid attempts are null); without
+it, "evaluation" is {}. Several slugs
 train one policy on several competitions at once. `--resume RUN_ID` continues a run from its newest
 checkpoint. Where the policy starts: `--warm-start run:ID` (an earlier run's final policy) or, for an LM, a
 stored warm start (`manage.py warmstart`; a name under PRACTICUM_DATA_DIR/adapters or a folder; the model
@@ -21,9 +25,10 @@ from django.contrib.auth import get_user_model
 
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
-from webapp.runs import services, warmstarts
+from webapp.runs import selectors, services, warmstarts
 from webapp.runs.config import RunConfig, run_ids
 from webapp.runs.models import Run
+from webapp.runs.selectors import EVAL_PREFIX
 
 DEFAULTS = RunConfig()
 CHOICES = {
@@ -60,6 +65,7 @@ class Command(JsonCommand):
         parser.add_argument("--sync", action="store_true")
         parser.add_argument("--no-duration-aware", action="store_true")
         parser.add_argument("--no-instrumentation", action="store_true")
+        parser.add_argument("--evaluate", action="store_true", help="then solve, improve, keep the better")
         parser.add_argument("--lr", type=float, default=None, help="default: 0.05 grammar, 1e-4 lm")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--owner", help="username owning the run (default: none)")
@@ -76,10 +82,11 @@ class Command(JsonCommand):
         self.progress(
             f"Run {run.id}: {config.policy} policy on {', '.join(c.slug for c in run.competitions.all())}"
         )
+        total = config.attempts + (2 * run.competitions.count() if config.evaluate else 0)
         run_supervise(run_id=run.id, observer_wrapper=lambda o: ProgressObserver(
-            o, total=config.attempts, capacity=config.actors))  # fmt: skip
+            o, total=total, capacity=config.actors))  # fmt: skip
         run.refresh_from_db()
-        finished = run.attempts.exclude(status="running")
+        finished = run.attempts.exclude(status="running").exclude(prompt_kind__startswith=EVAL_PREFIX)
         valid = finished.filter(valid=True).count()
         return {
             "run_id": run.id,
@@ -89,6 +96,7 @@ class Command(JsonCommand):
             "best_attempt_id": run.best_attempt_id,
             "valid_rate": valid / finished.count() if finished.count() else 0.0,
             "wall_s": round(time.monotonic() - started, 3),
+            "evaluation": selectors.run_evaluation(run=run),
         }
 
 
@@ -132,6 +140,7 @@ def config_fields(options) -> dict:
         "sync": options["sync"],
         "duration_aware": not options["no_duration_aware"],
         "instrument": not options["no_instrumentation"],
+        "evaluate": options["evaluate"],
         "seed": options["seed"],
         "lr": options["lr"],
     }
