@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 from rl_core import sandbox
-from rl_core.sandbox import ExecutionRequest, ExecutionResult, decide_status, execute, prune_scratch
+from rl_core.sandbox import (
+    ExecutionRequest,
+    ExecutionResult,
+    command,
+    decide_status,
+    execute,
+    host,
+    prune_scratch,
+)
 
 
 class Sandbox:
@@ -155,7 +163,7 @@ def test_program_sees_an_empty_environment_apart_from_what_python_needs(box):
     result = box.run("import os; print(sorted(os.environ))")
     names = set(eval(result.stdout))
     assert {"PATH", "HOME", "LANG", "PYTHONHASHSEED", "OMP_NUM_THREADS"} <= names
-    assert names <= set(sandbox._program_env(ExecutionRequest("", Path(), Path(), 1, 1), "bwrap")) | {"PWD"}
+    assert names <= set(command.program_env(ExecutionRequest("", Path(), Path(), 1, 1), "bwrap")) | {"PWD"}
 
 
 @pytest.mark.slow
@@ -268,8 +276,8 @@ def test_prune_scratch_does_not_follow_links_out_of_the_root(tmp_path):
 def test_gpu_device_nodes_are_bound_only_when_allowed(tmp_path):
     for name in ("nvidia0", "nvidiactl", "null"):
         (tmp_path / name).touch()
-    assert sandbox._gpu_binds(False, tmp_path) == []
-    assert sandbox._gpu_binds(True, tmp_path) == [
+    assert command.gpu_binds(False, tmp_path) == []
+    assert command.gpu_binds(True, tmp_path) == [
         "--dev-bind", str(tmp_path / "nvidia0"), str(tmp_path / "nvidia0"),
         "--dev-bind", str(tmp_path / "nvidiactl"), str(tmp_path / "nvidiactl"),
     ]  # fmt: skip
@@ -277,7 +285,7 @@ def test_gpu_device_nodes_are_bound_only_when_allowed(tmp_path):
 
 def test_the_sandbox_binds_no_project_home_or_data_paths(box, data_dir):
     request = ExecutionRequest("", box.public_dir, data_dir / "attempts" / "x", 1, 1)
-    args = sandbox._bwrap_command(request, {})
+    args = command.bwrap_command(request, {})
     sources = {args[i + 1] for i, arg in enumerate(args) if arg in ("--bind", "--ro-bind", "--ro-bind-try")}
     forbidden = {"/", "/work", "/work/main", "/root", "/tmp", "/var/lib/postgresql", str(data_dir)}
     assert sources & forbidden == set()
@@ -301,7 +309,7 @@ def test_an_interpreter_installed_under_tmp_still_runs_programs(tmp_path):
         print(result.isolation, result.status, result.stdout.strip())
         """
     )
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(sandbox.__file__).parents[1])}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(sandbox.__file__).parents[2])}
     done = subprocess.run(
         [venv / "bin/python", "-c", script], env=env, capture_output=True, text=True, timeout=60
     )
@@ -310,7 +318,7 @@ def test_an_interpreter_installed_under_tmp_still_runs_programs(tmp_path):
 
 HOLD_UID = """
 import fcntl, os, sys, time
-from rl_core.sandbox import UID_LOCK_DIR
+from rl_core.sandbox.host import UID_LOCK_DIR
 UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
 fd = os.open(UID_LOCK_DIR / sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -321,7 +329,7 @@ time.sleep(60)
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="programs get uids of their own only when the worker is root")
 def test_a_uid_in_use_by_another_worker_process_is_not_given_to_a_second_attempt(monkeypatch):
-    first = sandbox.UID_RANGE.start
+    first = host.UID_RANGE.start
     other = subprocess.Popen(
         [sys.executable, "-c", HOLD_UID, str(first)],
         stdout=subprocess.PIPE,
@@ -330,10 +338,10 @@ def test_a_uid_in_use_by_another_worker_process_is_not_given_to_a_second_attempt
     )
     try:
         assert other.stdout is not None and other.stdout.readline().strip() == "held"
-        monkeypatch.setattr(sandbox, "UID_RANGE", range(first, first + 2))
+        monkeypatch.setattr(host, "UID_RANGE", range(first, first + 2))
         for _ in range(10):  # the choice is random: ten tries, all must avoid the held uid
-            uid = sandbox._acquire_uid()
-            sandbox._release_uid(uid)
+            uid = host.acquire_uid()
+            host.release_uid(uid)
             assert uid == first + 1
     finally:
         other.kill()
