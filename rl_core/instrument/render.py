@@ -1,0 +1,176 @@
+"""Writing the markers into a program, and checking the result: spliced into the program's own text (line
+numbers kept) or, failing that, re-rendered from the AST; either is kept only if, with the markers removed,
+its AST equals the original's (`checked`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+
+from rl_core.instrument.markers import MARK_FUNCTION, STAGES
+from rl_core.instrument.rules import BLOCK_FIELDS, Anchor
+
+_MARK_SOURCE = """def __practicum_mark__(*stages, _seen=set()):
+    new = [s for s in stages if s not in _seen]
+    _seen.update(new)
+    try:
+        __import__("sys").stdout.flush()
+    except Exception:
+        pass
+    try:
+        __import__("os").write(1, "".join("@@practicum:NONCE:%s\\n" % s for s in new).encode())
+    except Exception:
+        pass
+"""
+
+
+def prelude_statement(nonce: str) -> str:
+    """One simple statement defining the marker function (so it can share a line with the program's)."""
+    if not re.fullmatch(r"\w+", nonce):
+        raise ValueError(f"A nonce must be letters, digits or underscores, got {nonce!r}.")
+    return f"exec({_MARK_SOURCE.replace('NONCE', nonce)!r})"
+
+
+def _mark_call(stages: Iterable[str]) -> str:
+    return f"{MARK_FUNCTION}({', '.join(repr(s) for s in STAGES if s in set(stages))})"
+
+
+class CannotRender(Exception):
+    pass
+
+
+def _prelude_index(tree: ast.Module) -> int:
+    """How many leading statements (the docstring, `from __future__` imports) must precede the prelude."""
+    body, head = tree.body, 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        head = 1
+    while head < len(body) and isinstance(body[head], ast.ImportFrom) and body[head].module == "__future__":  # type: ignore[attr-defined]
+        head += 1
+    return head
+
+
+def prelude_edit(tree: ast.Module, lines: list[str], prelude: str) -> tuple[int, int, str] | tuple[int, str]:
+    """Where the prelude goes: (line index, byte column, text) joined to a line, or (line index, text) as a
+    new line before it when the first statement is compound (every later line number then shifts by one)."""
+    head = _prelude_index(tree)
+    if head > 0:
+        last = tree.body[head - 1]
+        return last.end_lineno - 1, last.end_col_offset, "; " + prelude  # type: ignore[operator,return-value]
+    first = tree.body[0]
+    start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))]) - 1
+    if _is_compound(first) or lines[start].encode()[: first.col_offset].strip():
+        return start, prelude
+    return start, first.col_offset, prelude + "; "
+
+
+def _is_compound(stmt: ast.stmt) -> bool:
+    return any(isinstance(getattr(stmt, f, None), list) for f in ("body", "handlers", "cases"))
+
+
+def _line_start(anchor: Anchor, parents: Mapping[int, ast.stmt], lines: list[str]) -> ast.stmt:
+    """The statement after which a new line can go: an `elif` hands over to its `if`."""
+    stmt = anchor.stmt
+    while lines[stmt.lineno - 1].lstrip().startswith("elif") and id(stmt) in parents:
+        stmt = parents[id(stmt)]
+    if lines[stmt.lineno - 1].encode()[: stmt.col_offset].strip():
+        raise CannotRender(f"line {stmt.lineno}")
+    return stmt
+
+
+def render_text(program: str, tree: ast.Module, anchors: list[Anchor], nonce: str) -> str:
+    """The program with markers spliced into its own text (simple statements: `; mark(...)` on the line)."""
+    lines = program.split("\n")
+    parents = {id(c): p for p in ast.walk(tree) if isinstance(p, ast.If) for c in p.orelse}
+    inline: list[tuple[int, int, str]] = []
+    new_lines: list[tuple[int, str]] = []
+    for anchor in anchors:
+        call = _mark_call(anchor.stages)
+        if _is_compound(anchor.stmt):
+            stmt = _line_start(anchor, parents, lines)
+            indent = lines[stmt.lineno - 1].encode()[: stmt.col_offset].decode()
+            new_lines.append((stmt.end_lineno, indent + call))  # type: ignore[arg-type]
+        else:
+            inline.append((anchor.stmt.end_lineno - 1, anchor.stmt.end_col_offset, "; " + call))  # type: ignore[operator,arg-type]
+    edit = prelude_edit(tree, lines, prelude_statement(nonce))
+    (inline if len(edit) == 3 else new_lines).append(edit)  # type: ignore[arg-type]
+    return splice(lines, inline, new_lines)
+
+
+def splice(lines: list[str], inline: list[tuple[int, int, str]], new_lines: list[tuple[int, str]]) -> str:
+    """Apply edits to `lines`: texts inserted at (line index, byte column), and new lines before an index."""
+    for index, column, text in sorted(inline, reverse=True):
+        encoded = lines[index].encode()
+        lines[index] = (encoded[:column] + text.encode() + encoded[column:]).decode()
+    for index, text in sorted(new_lines, key=lambda item: item[0], reverse=True):
+        lines.insert(index, text)
+    return "\n".join(lines)
+
+
+def render_ast(tree: ast.Module, anchors: list[Anchor], nonce: str) -> str:
+    """The program re-rendered from its AST with marker statements inserted (used when splicing fails)."""
+    for anchor in anchors:
+        index = next(i for i, s in enumerate(anchor.body) if s is anchor.stmt)
+        anchor.body.insert(index + 1, ast.parse(_mark_call(anchor.stages)).body[0])
+    tree.body.insert(_prelude_index(tree), ast.parse(prelude_statement(nonce)).body[0])
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _is_marker(stmt: ast.stmt) -> bool:
+    """`__practicum_mark__("stage", ...)` as a statement, with known stage names only."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id == MARK_FUNCTION
+        and not call.keywords
+        and bool(call.args)
+        and all(isinstance(a, ast.Constant) and a.value in STAGES for a in call.args)
+    )
+
+
+def _is_prelude(stmt: ast.stmt) -> bool:
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "exec"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Constant)
+        and str(call.args[0].value).startswith(f"def {MARK_FUNCTION}(")
+    )
+
+
+def _strip(tree: ast.Module, *, prelude: bool) -> tuple[ast.Module, set[str]]:
+    """The tree without marker statements (and the prelude, when asked), and the stages the markers named."""
+    stages: set[str] = set()
+    for node in ast.walk(tree):
+        for name in BLOCK_FIELDS - {"handlers", "cases"}:
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                for stmt in block:
+                    if _is_marker(stmt):
+                        stages.update(a.value for a in stmt.value.args)  # type: ignore[attr-defined]
+                block[:] = [s for s in block if not _is_marker(s) and not (prelude and _is_prelude(s))]
+    return tree, stages
+
+
+def checked(candidate: str, original_dump: str, *, prelude: bool) -> tuple[str, ...] | None:
+    """The stages `candidate` marks when, without its markers, it is the original program; else None."""
+    try:
+        tree = ast.parse(candidate)
+    except (SyntaxError, ValueError):
+        return None
+    stripped, stages = _strip(tree, prelude=prelude)
+    if ast.dump(stripped) != original_dump:
+        return None
+    return tuple(s for s in STAGES if s in stages)
+
+
+def parse_program(program: str) -> ast.Module | None:
+    try:
+        return ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
