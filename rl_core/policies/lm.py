@@ -28,17 +28,16 @@ The tensors come back on the CPU (gradients flow back to the model's device), to
 GPU: device "cuda" and bf16 when available (log-softmax in float32). vLLM (`LMPolicyConfig.sampler`):
 imported lazily; whenever the version changed since the last push, the adapter is saved to a folder and
 served as a new ``LoRARequest``. vLLM has no code-fence stopping criterion here, so it samples to the
-token limit and the response is cut after the first closed Python block.
-Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), gradient checkpointing, several
-adapters at once; vLLM is untested here.
+token limit and the response is cut after the first closed Python block (`lm_stopping`: where a response
+ends; `lm_vllm`: the vLLM sampler).
+Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once; vLLM
+is untested here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,12 +45,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+from transformers import GenerationConfig, StoppingCriteriaList
 
 from rl_core.models import EMBEDDED_MODEL, load_pretrained, resolve_model
+from rl_core.policies.lm_stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
+from rl_core.policies.lm_vllm import VLLMSampler
 from rl_core.policy import Prompt, Sample, Scored
 from rl_core.prompts import PromptLimits, PromptStyle, build_messages
-from rl_core.responses import parse_response
 
 
 @dataclass(frozen=True)
@@ -112,77 +112,6 @@ class LMPolicyConfig:
     cores: SmolLM2-135M decodes about 6x faster with 1 thread than with 2 when other processes are busy."""
 
 
-class CodeBlockStop(StoppingCriteria):
-    """Stops each row of a ``generate`` batch once its generated text holds a closed Python block.
-
-    Args:
-        tokenizer: decodes the generated ids.
-        prompt_width: the (left-padded) prompt width; generated ids start there.
-    """
-
-    def __init__(self, tokenizer: Any, prompt_width: int) -> None:
-        self.tokenizer, self.prompt_width = tokenizer, prompt_width
-        self.done: torch.Tensor | None = None
-
-    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
-        """(B,) True for the rows that are done."""
-        if self.done is None:
-            self.done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-        for row in (~self.done).nonzero().flatten().tolist():
-            if _may_close_fence(self.tokenizer, int(input_ids[row, -1])):
-                text = self.tokenizer.decode(input_ids[row, self.prompt_width :], skip_special_tokens=True)
-                self.done[row] = closes_code_block(text)
-        return self.done.clone()
-
-
-def closes_code_block(text: str) -> bool:
-    """Whether `text` holds a closed, non-empty Python block (the response is then complete).
-
-    >>> closes_code_block("Plan.\\n```python\\nprint(1)\\n```"), closes_code_block("```python\\nprint(1)\\n")
-    (True, False)
-    """
-    return parse_response(text).code is not None
-
-
-def trim_response(ids: Sequence[int], tokenizer: Any, eos_ids: set[int]) -> tuple[list[int], str]:
-    """The response's tokens up to the first end token or closed Python block, and why it ended.
-
-    Args:
-        ids: the sampled token ids after the prompt (padding may follow the end).
-        eos_ids: the end-of-sequence ids; the end token itself is kept (sampling it was an action).
-    Returns:
-        (ids, reason) with reason "eos", "code_block" or "length".
-    """
-    ids = list(ids)
-    end = next((i + 1 for i, token in enumerate(ids) if token in eos_ids), None)
-    for length in range(1, (end or len(ids)) + 1):
-        if _may_close_fence(tokenizer, ids[length - 1]) and closes_code_block(
-            tokenizer.decode(ids[:length], skip_special_tokens=True)
-        ):
-            return ids[:length], "code_block"
-    return (ids[:end], "eos") if end is not None else (ids, "length")
-
-
-def _may_close_fence(tokenizer: Any, token: int) -> bool:
-    """Whether `token` holds a fence character: only such a token can complete a closing fence, so the
-    costlier full decode and parse are skipped for the others."""
-    text = tokenizer.decode([token])
-    return "`" in text or "~" in text
-
-
-def fit_tokens(ids: list[int], limit: int) -> list[int]:
-    """`ids` cut to `limit` tokens by dropping the middle: the first quarter and the last three quarters stay,
-    so the system turn and the closing request survive.
-
-    >>> fit_tokens(list(range(10)), 4)
-    [0, 7, 8, 9]
-    """
-    if len(ids) <= limit:
-        return ids
-    head = limit // 4
-    return ids[:head] + ids[len(ids) - (limit - head) :]
-
-
 def _chunks(count: int, size: int) -> Iterator[range]:
     for start in range(0, count, size):
         yield range(start, min(start + size, count))
@@ -229,10 +158,10 @@ class LMPolicy:
             raise ValueError("LMPolicy needs the tokenizer of the model it is given.")
         self.tokenizer = tokenizer
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = eos_ids(model, tokenizer)
         self.model = self._adapt(model)
         self.version = 0
-        self._vllm = _VLLMSampler(model_path, config) if self._wants_vllm(model_path) else None
+        self._vllm = VLLMSampler(model_path, config) if self._wants_vllm(model_path) else None
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -520,66 +449,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     return str(value) if isinstance(value, Path) else value
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
-    """Every id that ends a response: the tokenizer's end token and the model's generation-config ones."""
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    ids = set(configured if isinstance(configured, list) else [configured] if configured is not None else [])
-    if tokenizer.eos_token_id is not None:
-        ids.add(int(tokenizer.eos_token_id))
-    return ids
-
-
-class _VLLMSampler:
-    """Sampling with vLLM on a GPU. The policy's adapter is pushed as a new LoRARequest whenever the policy
-    version differs from the last push. Untested here (no GPU in CI); see the `gpu` tests."""
-
-    def __init__(self, model_path: Path | str | None, config: LMPolicyConfig) -> None:
-        from vllm import LLM
-
-        self.config = config
-        self.llm = LLM(
-            model=str(model_path),
-            enable_lora=True,
-            max_lora_rank=max(config.lora_r, 8),
-            dtype="bfloat16",
-            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-            max_model_len=config.max_prompt_tokens + config.max_new_tokens,
-        )
-        self.adapters = Path(tempfile.mkdtemp(prefix="practicum-lora-"))
-        self.pushed_version: int | None = None
-        self.pushes = 0
-        self.request: Any = None
-
-    def push(self, policy: LMPolicy) -> None:
-        """Save the current adapter and make it the one vLLM samples with (only when the version moved)."""
-        from vllm.lora.request import LoRARequest
-
-        if self.pushed_version == policy.version:
-            return
-        self.pushes += 1
-        folder = policy.save_adapter(self.adapters / f"push-{self.pushes}")
-        if self.request is not None:
-            shutil.rmtree(self.request.lora_path, ignore_errors=True)
-        self.request = LoRARequest(f"practicum-{self.pushes}", self.pushes, str(folder))
-        self.pushed_version = policy.version
-
-    def generate(self, policy: LMPolicy, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
-        """Sampled ids after each prompt (cut afterwards by `trim_response`)."""
-        from vllm import SamplingParams
-
-        self.push(policy)
-        params = [
-            SamplingParams(
-                temperature=self.config.temperature,
-                top_p=self.config.top_p,
-                max_tokens=self.config.max_new_tokens,
-                seed=seed + index,
-                stop_token_ids=sorted(policy.eos_ids),
-            )
-            for index in range(len(prompt_ids))
-        ]
-        prompts = [{"prompt_token_ids": ids} for ids in prompt_ids]
-        outputs = self.llm.generate(prompts, params, lora_request=self.request, use_tqdm=False)
-        return [list(output.outputs[0].token_ids) for output in outputs]
