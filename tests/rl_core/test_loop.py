@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from rl_core.checkpoint import latest_checkpoint, load_checkpoint
+from rl_core.evaluation import EVALUATION, evaluate
 from rl_core.executors import FamilySpec, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import EVALUATION, LoopConfig, evaluate, run_loop
+from rl_core.loop import LoopConfig, run_loop
 from rl_core.policies.table import TablePolicy, family_of
 from rl_core.policy import TaskInfo
 

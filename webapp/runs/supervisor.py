@@ -17,9 +17,10 @@ from django.conf import settings
 
 from rl_core.adapters import warm_start_source
 from rl_core.checkpoint import latest_checkpoint, warm_start
+from rl_core.evaluation import EVALUATION, evaluate
 from rl_core.executors import Executor, LocalExecutor
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import EVALUATION, LoopConfig, LoopSummary, evaluate, run_loop
+from rl_core.loop import LoopConfig, LoopSummary, run_loop
 from rl_core.policy import Policy, Sample, TaskInfo
 from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
