@@ -40,7 +40,12 @@ def warm_start_list(request: HttpRequest) -> HttpResponse:
 
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = visible_run_or_404(request, run_id)
-    return render(request, "dashboards/run.html", {"run": run, "can_control": may_control(request, run)})
+    context = {
+        "run": run,
+        "can_control": may_control(request, run),
+        "evaluation": selectors.run_evaluation(run=run),
+    }
+    return render(request, "dashboards/run.html", context)
 
 
 def attempt_page(request: HttpRequest, run_id: int, number: int) -> HttpResponse:

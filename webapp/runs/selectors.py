@@ -52,24 +52,23 @@ def run_is_visible_to(*, run_id: int, user: User | AnonymousUser) -> bool:
 
 EVAL_PREFIX = "eval-"
 """The prompt kinds of evaluation attempts (RunConfig.evaluate): "eval-solve" and "eval-improve"."""
+EVALUATION_FIELDS = ("solve_score", "improve_score", "score", "attempt_id", "attempt_number")
 
 
 def run_evaluation(*, run: Run) -> dict[str, dict[str, Any]]:
     """slug -> the final policy's evaluation on that competition (RunConfig.evaluate): the solve and improve
     attempts' scores (None where invalid or not run) and the better of them, kept as the result ("score",
-    "attempt_id"; the solve attempt's on a tie). {} for a run that was not evaluated."""
+    "attempt_id", "attempt_number"; the solve attempt's on a tie). {} for a run that was not evaluated."""
     results: dict[str, dict[str, Any]] = {}
     attempts = run.attempts.filter(prompt_kind__startswith=EVAL_PREFIX).select_related("competition")
     for attempt in attempts.order_by("number"):
         slug = attempt.competition.slug
-        entry = results.setdefault(
-            slug, {"solve_score": None, "improve_score": None, "score": None, "attempt_id": None}
-        )
+        entry = results.setdefault(slug, dict.fromkeys(EVALUATION_FIELDS))
         score = attempt.score if attempt.valid else None
         entry[f"{attempt.prompt_kind.removeprefix(EVAL_PREFIX)}_score"] = score
         better = get_metric(attempt.competition.metric).better
         if score is not None and (entry["score"] is None or better(score, entry["score"])):
-            entry["score"], entry["attempt_id"] = score, attempt.id
+            entry |= {"score": score, "attempt_id": attempt.id, "attempt_number": attempt.number}
     return results
 
 

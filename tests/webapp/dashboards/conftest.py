@@ -24,15 +24,17 @@ def result(*, score: float | None, program: str = PROGRAM, duration_s: float = 1
 
 @pytest.fixture
 def finish():
-    """finish(run, score=..., program=...) -> Attempt: start and finish one attempt through the services."""
+    """finish(run, score=..., program=..., kind=...) -> Attempt: start and finish one attempt through the
+    services (kind: its prompt kind)."""
     counter = iter(range(100_000))
 
     def make(
-        run, *, score: float | None, program: str = PROGRAM, duration_s: float = 1.0, family: str = "knn"
-    ):
+        run, *, score: float | None, program: str = PROGRAM, duration_s: float = 1.0, family: str = "knn",
+        kind: str = "solve",
+    ):  # fmt: skip
         key = f"0-{next(counter)}"
         sample = {
-            "prompt_kind": "solve",
+            "prompt_kind": kind,
             "family": family,
             "info": {},
             "response": f"plan\n```python\n{program}```",

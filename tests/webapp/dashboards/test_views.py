@@ -117,6 +117,27 @@ def test_the_attempt_page_diffs_an_attempt_against_the_runs_best(as_user, owner,
     assert "-model = 'forest'\n+model = 'knn'" in response.context["diff"]
 
 
+def test_ticking_evaluate_on_the_form_makes_the_run_evaluate_its_final_policy(as_user, owner, competition):
+    as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, evaluate="on"))
+    assert Run.objects.get().config["evaluate"] is True
+
+
+def test_the_run_page_shows_the_evaluation_and_links_the_kept_attempt(as_user, owner, run, finish):
+    finish(run, score=0.5)
+    finish(run, score=0.7, kind="eval-solve")
+    kept = finish(run, score=0.9, kind="eval-improve")  # the competition's metric: higher is better
+    page = as_user(owner).get(reverse("dashboards:run", args=[run.id])).content.decode()
+    evaluation = page[page.index('id="evaluation"') :]
+    assert "0.7" in evaluation and reverse("dashboards:attempt", args=[run.id, kept.number]) in evaluation
+
+
+def test_a_run_that_was_not_evaluated_has_no_evaluation_card(as_user, owner, run, finish):
+    finish(run, score=0.5)
+    assert (
+        'id="evaluation"' not in as_user(owner).get(reverse("dashboards:run", args=[run.id])).content.decode()
+    )
+
+
 def test_the_competition_page_lists_the_runs_on_it_best_first(
     as_user, owner, run, other_run, finish, competition
 ):

@@ -51,7 +51,9 @@ def test_evaluate_runs_solve_then_improve_with_the_final_policy_and_keeps_the_be
     assert {solve.policy_version, improve.policy_version} == {run.policy_version} and solve.info["evaluation"]
     kept = max((solve, improve), key=lambda a: (a.score, a is solve))  # accuracy: higher; solve on a tie
     expected = {"solve_score": solve.score, "improve_score": improve.score, "score": kept.score}
-    assert summary["evaluation"] == {"iris-species": expected | {"attempt_id": kept.id}}
+    assert summary["evaluation"] == {
+        "iris-species": expected | {"attempt_id": kept.id, "attempt_number": kept.number}
+    }
     assert Client().get(f"/api/runs/{run.id}/").json()["evaluation"] == summary["evaluation"]
 
 

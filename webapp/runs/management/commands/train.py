@@ -5,7 +5,8 @@ Creates a run, drives it in the foreground with a progress bar on stderr, and pr
 {"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s", "evaluation"}
 ("attempts" and "valid_rate" count the training attempts). `--evaluate` then evaluates the final policy on
 each competition by the paper's protocol (solve, then improve, keep the better): "evaluation" maps each slug
-to {"solve_score", "improve_score", "score", "attempt_id"} (scores of invalid attempts are null); without
+to {"solve_score", "improve_score", "score", "attempt_id", "attempt_number"} (scores of invalid attempts are
+null); without
 it, "evaluation" is {}. Several slugs
 train one policy on several competitions at once. `--resume RUN_ID` continues a run from its newest
 checkpoint. Where the policy starts: `--warm-start run:ID` (an earlier run's final policy) or, for an LM, a
