@@ -66,6 +66,9 @@ def start_run(page, screenshot, name: str, settings: dict[str, int | bool | str]
         else:
             page.fill(f"#id_{field}", str(value))
     screenshot(name)
+    # centred first: a button at the viewport's bottom edge scrolls when mousedown focuses it, and the
+    # mouseup then lands on another element, so Chromium fires no click on it (seen on this form)
+    page.locator("#start").evaluate("button => button.scrollIntoView({block: 'center'})")
     page.click("#start")
     page.wait_for_url(RUN_PATH)
     return int(RUN_PATH.search(page.url).group(1))

@@ -16,9 +16,9 @@ from webapp.runs.models import Run
 DEFAULTS = RunConfig()
 CONFIG_FIELDS = (
     "policy", "model", "warm_start", "warm_start_demos", "imitate_runs", "seed_baseline", "baseline_program",
-    "attempts", "actors", "batch", "sync", "duration_aware", "instrument", "evaluate", "reward_preset",
-    "failure_reward", "credit_per_stage", "reward_mode", "improve_prob", "objective", "lr", "entropy_coef",
-    "kl_coef", "advantage", "prompt_style", "temperature", "max_new_tokens", "seed",
+    "attempts", "actors", "batch", "sync", "duration_aware", "instrument", "final_evaluation",
+    "reward_preset", "failure_reward", "credit_per_stage", "reward_mode", "improve_prob", "objective", "lr",
+    "entropy_coef", "kl_coef", "advantage", "prompt_style", "temperature", "max_new_tokens", "seed",
 )  # fmt: skip
 """The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
@@ -73,7 +73,8 @@ class RunStartForm(forms.Form):
         required=False, initial=True, label="Duration-aware updates (Δt weights)"
     )
     instrument = forms.BooleanField(required=False, initial=True, label="Instrumentation (partial credit)")
-    evaluate = forms.BooleanField(
+    # not named "evaluate": with a control of that name, Chromium driven by playwright never sent the form
+    final_evaluation = forms.BooleanField(
         required=False, label="Evaluate the final policy (solve, then improve, keep the better)"
     )
     reward_preset = forms.ChoiceField(

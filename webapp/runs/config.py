@@ -83,7 +83,7 @@ class RunConfig:
     """LM policy only: sampling temperature τ of π = softmax(logits / τ)."""
     max_new_tokens: int = 1024
     """LM policy only: the most tokens in a response (the paper's cap)."""
-    evaluate: bool = False
+    final_evaluation: bool = False
     """After training, evaluate the final policy on each competition by the paper's protocol: one solve
     attempt, one improve attempt on it when it is valid, keep the better. Both are stored as attempts of kind
     "eval-solve" and "eval-improve" (not learned from, not counted in `attempts`)."""

@@ -51,14 +51,14 @@ def run_is_visible_to(*, run_id: int, user: User | AnonymousUser) -> bool:
 
 
 EVAL_PREFIX = "eval-"
-"""The prompt kinds of evaluation attempts (RunConfig.evaluate): "eval-solve" and "eval-improve"."""
+"""The prompt kinds of evaluation attempts (RunConfig.final_evaluation): "eval-solve" and "eval-improve"."""
 EVALUATION_FIELDS = ("solve_score", "improve_score", "score", "attempt_id", "attempt_number")
 
 
 def run_evaluation(*, run: Run) -> dict[str, dict[str, Any]]:
-    """slug -> the final policy's evaluation on that competition (RunConfig.evaluate): the solve and improve
-    attempts' scores (None where invalid or not run) and the better of them, kept as the result ("score",
-    "attempt_id", "attempt_number"; the solve attempt's on a tie). {} for a run that was not evaluated."""
+    """slug -> the final policy's evaluation on that competition (RunConfig.final_evaluation): the solve and
+    improve attempts' scores (None where invalid or not run) and the better of them, kept as the result
+    ("score", "attempt_id", "attempt_number"; the solve attempt's on a tie). {} for a run not evaluated."""
     results: dict[str, dict[str, Any]] = {}
     attempts = run.attempts.filter(prompt_kind__startswith=EVAL_PREFIX).select_related("competition")
     for attempt in attempts.order_by("number"):

@@ -266,7 +266,7 @@ def run_supervise(
             resume=checkpoints if resuming else None,
             baselines=baseline_responses(config, tasks),
         )
-        if config.evaluate:
+        if config.final_evaluation:
             for task in tasks:
                 evaluate(policy, executor, task, seed=config.seed, observer=outer)
     except RunCancelled:

@@ -118,8 +118,8 @@ def test_the_attempt_page_diffs_an_attempt_against_the_runs_best(as_user, owner,
 
 
 def test_ticking_evaluate_on_the_form_makes_the_run_evaluate_its_final_policy(as_user, owner, competition):
-    as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, evaluate="on"))
-    assert Run.objects.get().config["evaluate"] is True
+    as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, final_evaluation="on"))
+    assert Run.objects.get().config["final_evaluation"] is True
 
 
 def test_the_run_page_shows_the_evaluation_and_links_the_kept_attempt(as_user, owner, run, finish):

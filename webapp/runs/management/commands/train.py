@@ -83,7 +83,7 @@ class Command(JsonCommand):
         self.progress(
             f"Run {run.id}: {config.policy} policy on {', '.join(c.slug for c in run.competitions.all())}"
         )
-        total = config.attempts + (2 * run.competitions.count() if config.evaluate else 0)
+        total = config.attempts + (2 * run.competitions.count() if config.final_evaluation else 0)
         run_supervise(run_id=run.id, observer_wrapper=lambda o: ProgressObserver(
             o, total=total, capacity=config.actors))  # fmt: skip
         run.refresh_from_db()
@@ -141,7 +141,7 @@ def config_fields(options) -> dict:
         "sync": options["sync"],
         "duration_aware": not options["no_duration_aware"],
         "instrument": not options["no_instrumentation"],
-        "evaluate": options["evaluate"],
+        "final_evaluation": options["evaluate"],
         "seed": options["seed"],
         "lr": options["lr"],
     }
