@@ -10,7 +10,8 @@ Reported per style: the prompt and response lengths in tokens, the warm start's 
 valid-submission rate, best score per competition, generation speed and seconds per attempt. The style
 with the higher valid rate wins; on a tie the cheaper one. What it finds is printed, not assumed.
 
-Run: python bench/prompt_formats.py [--quick] [--json PATH]   (about 15 minutes quick, 40 full, 2 cores)
+Run: python bench/prompt_formats.py [--quick] [--json PATH]   (measured quick: 60 minutes, 51 of them the full
+style's warm start; the compact one, shared with the other LM benchmarks, takes 24 more when not cached)
 """
 
 from __future__ import annotations

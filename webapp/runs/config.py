@@ -78,7 +78,7 @@ class RunConfig:
     prompt_style: Literal["full", "compact"] = "compact"
     """LM policy only: "compact" prompts (about 300 tokens: the task as facts; improve shows the program
     first) or "full" ones (the description and data preview, the paper's kind; about 1,600 tokens). The
-    default is what bench/lm_valid_rate.py measured better for SmolLM2 on a CPU (rl_core.prompts)."""
+    default is what bench/prompt_formats.py measured better for SmolLM2 on a CPU (rl_core.prompts)."""
     temperature: float = 0.7
     """LM policy only: sampling temperature τ of π = softmax(logits / τ)."""
     max_new_tokens: int = 1024
