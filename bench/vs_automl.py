@@ -74,8 +74,8 @@ from rl_core.executors import LocalExecutor
 from rl_core.features import positive_label
 from rl_core.grading import GradingSpec, grade_frames, grade_submission
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import LoopConfig, is_better, run_loop
-from rl_core.metrics import get_metric
+from rl_core.loop import LoopConfig, run_loop
+from rl_core.metrics import get_metric, is_better
 from rl_core.policies.grammar import GrammarPolicy
 from rl_core.policies.grammar_space import parse_choices
 from rl_core.sandbox import isolation_level

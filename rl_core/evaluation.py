@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from rl_core.executors import Executor, Job
-from rl_core.loop import NullObserver, Observer, is_better, program_code
+from rl_core.loop import NullObserver, Observer, program_code
+from rl_core.metrics import is_better
 from rl_core.policy import Policy, PreviousSolution, Prompt, Sample, TaskInfo
 
 EVALUATION = "evaluation"

@@ -42,6 +42,7 @@ from rl_core import checkpoint as ckpt
 from rl_core.baselines import previous_solutions
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import Learner
+from rl_core.metrics import is_better
 from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
 
@@ -142,15 +143,6 @@ def program_code(response: str) -> str:
     """
     code = parse_response(response).code
     return response if code is None else code
-
-
-def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:
-    """Whether `score` beats `than` in the metric's direction.
-
-    >>> is_better(0.2, 0.5, higher_is_better=False)
-    True
-    """
-    return score > than if higher_is_better else score < than
 
 
 _TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max", "lost")

@@ -82,7 +82,16 @@ class Metric:
         >>> get_metric("rmse").better(0.2, 0.5), get_metric("accuracy").better(0.5, 0.5)
         (True, False)
         """
-        return score > than if self.higher_is_better else score < than
+        return is_better(score, than, higher_is_better=self.higher_is_better)
+
+
+def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:
+    """Whether `score` strictly beats `than` in a metric's direction.
+
+    >>> is_better(0.2, 0.5, higher_is_better=False)
+    True
+    """
+    return score > than if higher_is_better else score < than
 
 
 class UnknownMetricError(ValueError):

@@ -8,7 +8,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 
-from rl_core.instrument.markers import MARK_FUNCTION, STAGES
+from rl_core.instrument.markers import MARK_FUNCTION, STAGES, marker_line
 from rl_core.instrument.rules import BLOCK_FIELDS, Anchor
 
 _MARK_SOURCE = """def __practicum_mark__(*stages, _seen=set()):
@@ -19,7 +19,7 @@ _MARK_SOURCE = """def __practicum_mark__(*stages, _seen=set()):
     except Exception:
         pass
     try:
-        __import__("os").write(1, "".join("@@practicum:NONCE:%s\\n" % s for s in new).encode())
+        __import__("os").write(1, "".join("MARKER_LINE\\n" % s for s in new).encode())
     except Exception:
         pass
 """
@@ -29,7 +29,7 @@ def prelude_statement(nonce: str) -> str:
     """One simple statement defining the marker function (so it can share a line with the program's)."""
     if not re.fullmatch(r"\w+", nonce):
         raise ValueError(f"A nonce must be letters, digits or underscores, got {nonce!r}.")
-    return f"exec({_MARK_SOURCE.replace('NONCE', nonce)!r})"
+    return f"exec({_MARK_SOURCE.replace('MARKER_LINE', marker_line(nonce, '%s'))!r})"
 
 
 def _mark_call(stages: Iterable[str]) -> str:
@@ -116,14 +116,20 @@ def render_ast(tree: ast.Module, anchors: list[Anchor], nonce: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
+def _call_statement(stmt: ast.stmt, name: str) -> ast.Call | None:
+    """The call when `stmt` is a bare call statement of the function `name`, else None."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        if isinstance(call.func, ast.Name) and call.func.id == name:
+            return call
+    return None
+
+
 def _is_marker(stmt: ast.stmt) -> bool:
     """`__practicum_mark__("stage", ...)` as a statement, with known stage names only."""
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    call = stmt.value
+    call = _call_statement(stmt, MARK_FUNCTION)
     return (
-        isinstance(call.func, ast.Name)
-        and call.func.id == MARK_FUNCTION
+        call is not None
         and not call.keywords
         and bool(call.args)
         and all(isinstance(a, ast.Constant) and a.value in STAGES for a in call.args)
@@ -131,12 +137,9 @@ def _is_marker(stmt: ast.stmt) -> bool:
 
 
 def _is_prelude(stmt: ast.stmt) -> bool:
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    call = stmt.value
+    call = _call_statement(stmt, "exec")
     return (
-        isinstance(call.func, ast.Name)
-        and call.func.id == "exec"
+        call is not None
         and len(call.args) == 1
         and isinstance(call.args[0], ast.Constant)
         and str(call.args[0].value).startswith(f"def {MARK_FUNCTION}(")
