@@ -73,7 +73,6 @@ class RunStartForm(forms.Form):
         required=False, initial=True, label="Duration-aware updates (Δt weights)"
     )
     instrument = forms.BooleanField(required=False, initial=True, label="Instrumentation (partial credit)")
-    # not named "evaluate": with a control of that name, Chromium driven by playwright never sent the form
     final_evaluation = forms.BooleanField(
         required=False, label="Evaluate the final policy (solve, then improve, keep the better)"
     )
