@@ -70,6 +70,8 @@ class AttemptRecord:
     stages: int
     new_tokens: int
     generation_s: float
+    instrumentation: str = ""
+    """Who wrote the program that ran: "ast", "lm", "lm-fallback" or "none" (rl_core.instrument.Method)."""
 
 
 @dataclass
@@ -130,6 +132,7 @@ class Recorder:
                 status=outcome.status, valid=bool(outcome.valid), score=outcome.score,
                 reward=float(outcome.reward), stages=len(outcome.stages),
                 new_tokens=int(info.get("new_tokens", 0)), generation_s=float(info.get("generation_s", 0.0)),
+                instrumentation=str(getattr(outcome, "instrumentation", "")),
             )
         )  # fmt: skip
         if "tokens_per_s" in info:
@@ -218,11 +221,13 @@ def run_arm(
     attempts: int,
     learn: bool,
     instrument: bool = True,
+    instrumenter: str = "ast",
     preset: str = "normalized",
     seed: int = 0,
 ) -> ArmResult:
     """Run `attempts` attempts of `policy` on `tasks` through the loop (see the module docstring); with
-    `learn`, PPO updates the policy after every batch."""
+    `learn`, PPO updates the policy after every batch. `instrumenter="lm"`: the policy's frozen base model
+    inserts the markers, checked against the AST where each program runs (rl_core.lm_instrumenting)."""
     from rl_core.executors import LocalExecutor
     from rl_core.learner import Learner, LearnerConfig
     from rl_core.loop import LoopConfig, run_loop
@@ -235,6 +240,10 @@ def run_arm(
         {t.info.slug: t.files for t in tasks}, 2, scratch, reward=RewardConfig(preset=preset),  # type: ignore[arg-type]
         instrument=instrument,
     )  # fmt: skip
+    if instrumenter == "lm":
+        from rl_core.lm_instrumenting import LMInstrumentingExecutor
+
+        executor = LMInstrumentingExecutor(executor, policy.generate_frozen)  # type: ignore[assignment]
     learner_config = LearnerConfig(lr=settings.rl_lr, minibatch=4, micro_batch=1, seed=seed)
     learner = Learner(policy, learner_config) if learn else FrozenLearner(policy)
     config = LoopConfig(attempts=attempts, actors=settings.batch, batch=settings.batch, sync=True, seed=seed)

@@ -5,13 +5,18 @@ competitions (bench/_lm.py's cached warm start: diabetes-progression, breast-can
 trained with RL on penguins-species, which it has not seen: missing values and text categories make most
 of its early programs fail. Two arms, everything else equal (the loop: synchronous, B = 8, PPO, solve and
 improve prompts, the `paper` reward preset: -10 for no valid submission, the raw score for a valid one):
-  instrumented    markers inserted by the environment; +0.1 per stage reached (the paper's partial credit)
-  uninstrumented  no markers: a failure is -10 whatever it reached
+  instrumented     markers inserted by the AST rules; +0.1 per stage reached (the paper's partial credit)
+  lm_instrumented  the paper's instrumenter: the policy's frozen base model (adapters off) rewrites each
+                   program with markers before it runs; its version runs only if, without the markers, its
+                   AST equals the original's, else the AST rules' markers do ("lm-fallback"); same credit
+  uninstrumented   no markers: a failure is -10 whatever it reached
 >= 3 seeds per arm. Reported against attempts: valid-submission rate and mean reward (each arm's own
-reward; the instrumented one includes the stage credit, so the valid rate and the best score are the
-comparable measures), and at the end, per arm, the means over seeds.
+reward; the instrumented ones include the stage credit, so the valid rate and the best score are the
+comparable measures), and at the end, per arm, the means over seeds, and for each arm the share of
+attempts by instrumenter (how often the LM's markers were accepted).
 
-Run: python bench/instrumentation_ablation.py [--quick] [--json PATH]   (about 50 minutes quick, 90 full)
+Run: python bench/instrumentation_ablation.py [--quick] [--json PATH]   (about 50 minutes quick, 90 full for
+the two AST arms; the LM arm, not yet timed, adds one greedy decode of up to 2 x 1024 tokens per attempt)
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from _lm import LMSettings, curve, lm_policy, run_arm, tasks_for, warm_start
 
 WARM_SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 TARGET_SLUG = "penguins-species"
-ARMS = {"instrumented": True, "uninstrumented": False}
+ARMS = {"instrumented": (True, "ast"), "lm_instrumented": (True, "lm"), "uninstrumented": (False, "ast")}
+"""Arm name -> (insert markers, instrumenter)."""
 
 
 def main() -> None:
@@ -35,10 +41,10 @@ def main() -> None:
     points = list(range(settings.batch, attempts + 1, settings.batch))
     runs: dict[str, list] = {name: [] for name in ARMS}
     for seed in seeds:
-        for name, instrument in ARMS.items():
+        for name, (instrument, instrumenter) in ARMS.items():
             policy = lm_policy(settings, adapter=adapter, seed=seed)
             arm = run_arm(name, policy, tasks, settings, attempts=attempts, learn=True, instrument=instrument,
-                          preset="paper", seed=seed)  # fmt: skip
+                          instrumenter=instrumenter, preset="paper", seed=seed)  # fmt: skip
             runs[name].append(arm)
             rows = curve(arm, tasks, points)
             print_table(rows, list(rows[0]), title=f"{name}, seed {seed}: against attempts")
@@ -50,6 +56,7 @@ def main() -> None:
         name: statistics.fmean(arm.valid_rate(first=settings.batch) for arm in arms)
         for name, arms in runs.items()
     }
+    results["instrumenter_share"] = {name: instrumenter_share(arms) for name, arms in runs.items()}
     gap = results["instrumented"]["valid_rate"] - results["uninstrumented"]["valid_rate"]
     write_json(
         args.json, benchmark="instrumentation_ablation", machine=machine_info(),
@@ -69,6 +76,18 @@ def final(arms, tasks) -> dict:
         "seeds_with_a_valid_submission": len(bests),
         "stages_mean": statistics.fmean(r.stages for arm in arms for r in arm.records),
     }
+
+
+def instrumenter_share(arms) -> dict[str, float]:
+    """The share of an arm's attempts (all seeds) whose program was written by each instrumenter: "ast",
+    "lm" (the LM's markers accepted), "lm-fallback" (refused: the AST rules' ran) or "none".
+
+    >>> from types import SimpleNamespace as NS
+    >>> instrumenter_share([NS(records=[NS(instrumentation="lm"), NS(instrumentation="lm-fallback")])])
+    {'lm': 0.5, 'lm-fallback': 0.5}
+    """
+    kinds = [r.instrumentation for arm in arms for r in arm.records]
+    return {kind: kinds.count(kind) / len(kinds) for kind in sorted(set(kinds))}
 
 
 def mean_curve(curves: list[list[dict]]) -> list[dict]:

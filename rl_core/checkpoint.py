@@ -124,6 +124,8 @@ def experience_to_dict(experience: Experience) -> dict[str, Any]:
         "reward": experience.reward,
         "duration_s": experience.duration_s,
         "valid": experience.valid,
+        "ran": experience.ran,
+        "parent_duration_s": experience.parent_duration_s,
     }
 
 
@@ -133,4 +135,10 @@ def experience_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo])
         reward=float(data["reward"]),
         duration_s=float(data["duration_s"]),
         valid=bool(data["valid"]),
+        ran=bool(data.get("ran", True)),  # checkpoints written before these fields lack them
+        parent_duration_s=_optional_float(data.get("parent_duration_s")),
     )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from rl_core.grading import Grade, GradingSpec, grade_submission
-from rl_core.instrument import Instrumented, instrument, lm_instrument, parse_stages, strip_markers
+from rl_core.instrument import (
+    Instrumented,
+    accept_lm_markup,
+    credited_stages,
+    instrument,
+    lm_instrument,
+)
 from rl_core.metrics import get_metric
 from rl_core.responses import parse_response
 from rl_core.reward import RewardConfig, compute_reward
@@ -63,14 +69,16 @@ class AttemptOutcome:
             response had no single Python block (nothing ran).
         exit_code: the program's exit code (see rl_core.sandbox.ExecutionResult), None if none.
         duration_s: Δt, the program's wall-clock seconds (the limit for a timeout; 0 when nothing ran).
-        stages: instrumentation stages reached, canonical order.
+        stages: the stages credited (rl_core.instrument.credited_stages), canonical order.
         valid, score, grade_error: the grader's verdict (grade_error also says why nothing was graded).
         reward: rl_core.reward.compute_reward of the above.
         isolation: the sandbox's isolation level (for a parse error: the level it would have run under).
-        stdout_tail, stderr_tail: the ends of the program's output, genuine stage markers removed.
+        stdout_tail, stderr_tail: the ends of the program's output (stage markers never travel there).
         plan: the response's prose plan ("" for run_program).
         program: the program as written; instrumented_program: as run.
-        instrumentation: ``"ast"``, ``"lm"``, or ``"none"`` when markers were not inserted.
+        instrumentation: who wrote the program as run (rl_core.instrument.Method): ``"ast"`` (the rules),
+            ``"lm"`` (an LM's markers, accepted), ``"lm-fallback"`` (an LM's markers refused or missing: the
+            rules'), or ``"none"`` when markers were not inserted.
     """
 
     status: str
@@ -128,11 +136,15 @@ def _grade(result: ExecutionResult, task: TaskFiles) -> Grade:
 
 
 def _instrumented(
-    program: str, nonce: str, enabled: bool, generate: Callable[[str], str] | None
+    program: str, nonce: str, enabled: bool, generate: Callable[[str], str] | None, markup: str | None
 ) -> Instrumented:
+    """The program that runs: uninstrumented, marked by an LM here (`generate`) or elsewhere (`markup`,
+    checked here), or by the AST rules."""
     if not enabled:
         return Instrumented(program, (), "none")
-    return lm_instrument(program, nonce, generate) if generate is not None else instrument(program, nonce)
+    if generate is not None:
+        return lm_instrument(program, nonce, generate)
+    return accept_lm_markup(program, markup, nonce) if markup is not None else instrument(program, nonce)
 
 
 def run_program(
@@ -147,6 +159,7 @@ def run_program(
     nonce: str | None = None,
     plan: str = "",
     lm_generate: Callable[[str], str] | None = None,
+    lm_markup: str | None = None,
     allow_gpu: bool = False,
     cancel: threading.Event | None = None,
 ) -> AttemptOutcome:
@@ -159,11 +172,14 @@ def run_program(
         plan: the response's prose plan, recorded on the outcome.
         lm_generate: a frozen LM (prompt -> completion) to insert the markers instead of the AST rules;
             its output is kept only when it passes `rl_core.instrument.lm_instrument`'s check.
+        lm_markup: the markers an LM elsewhere inserted (`rl_core.instrument.lm_markup`, shipped with the
+            attempt by the run's supervisor): used only if `rl_core.instrument.accept_lm_markup` accepts it
+            here, else the AST rules' markers run (instrumentation ``"lm-fallback"``).
         allow_gpu: bind the NVIDIA device nodes into the sandbox (GPU sandbox workers only).
         cancel: set it from another thread to kill the program now (status ``killed``).
     """
     nonce = nonce or secrets.token_hex(8)
-    instrumented = _instrumented(program, nonce, instrument, lm_generate)
+    instrumented = _instrumented(program, nonce, instrument, lm_generate, lm_markup)
     result = execute(
         ExecutionRequest(
             program=instrumented.program,
@@ -173,9 +189,10 @@ def run_program(
             memory_mb=memory_mb if memory_mb is not None else task.memory_mb,
             allow_gpu=allow_gpu,
             cancel=cancel,
+            marker_nonce=nonce if instrumented.inserted else None,
         )
     )
-    stages = parse_stages("\n".join(result.marker_lines), nonce) if instrument else ()
+    stages = credited_stages(result.marker_lines, nonce, instrumented.inserted)
     grade = _grade(result, task)
     return AttemptOutcome(
         status=result.status,
@@ -187,7 +204,7 @@ def run_program(
         grade_error=grade.error,
         reward=_reward(task, grade, len(stages), reward),
         isolation=result.isolation,
-        stdout_tail=strip_markers(result.stdout, nonce) if instrument else result.stdout,
+        stdout_tail=result.stdout,
         stderr_tail=result.stderr,
         plan=plan,
         program=program,

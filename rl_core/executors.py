@@ -53,6 +53,10 @@ class Job:
     attempt_id: str
     sample: Sample
     task_slug: str
+    lm_markup: str | None = None
+    """The instrumenting LM's version of the program (rl_core.instrument.lm_markup, "" when it wrote none),
+    attached before dispatch (rl_core.lm_instrumenting); where the program runs it is checked and used, or
+    refused for the AST rules' markers. None: the AST rules instrument the program."""
 
 
 @dataclass(frozen=True)
@@ -299,8 +303,9 @@ class LocalExecutor:
             self._futures[job.attempt_id] = self._pool.submit(self._run, job, task, work_dir, kill)
 
     def _run(self, job: Job, task: Any, work_dir: Path, kill: threading.Event) -> None:
+        options = self.options | ({"lm_markup": job.lm_markup} if job.lm_markup is not None else {})
         try:
-            outcome = self._runner()(job.sample.response, task, work_dir, cancel=kill, **self.options)
+            outcome = self._runner()(job.sample.response, task, work_dir, cancel=kill, **options)
         except BaseException as exc:  # re-raised in the loop's thread by wait()
             self._done.put((job.attempt_id, None, exc))
             return

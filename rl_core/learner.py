@@ -5,8 +5,31 @@ One `Learner.update` per batch of B finished attempts:
 1. Sequence-level advantages A_k (one reward per program, no value network), against a baseline chosen by
    `LearnerConfig.advantage`: a running mean per (competition, prompt kind), the mean of the batch's samples
    of the same prompt, or the batch's own mean and standard deviation (the ablation arm).
-2. Duration weights w_k = Δt_k / mean_batch(Δt) (arXiv 2509.01684; DESIGN.md §2), or all ones when
-   `duration_aware=False`. Time never enters the reward; it only reweights each sample's term.
+2. Duration weights w_k (`duration_aware`, `duration_weighting`; time never enters the reward, it only
+   reweights each sample's term; DESIGN.md §2). Derivation. The policy gradient wants
+   E_{a~π}[A(a) ∇log π(a)]; the learner sees completions, distributed q(a). Importance sampling gives
+   E_q[(π(a)/q(a)) A ∇log π], and with a batch the ratio is self-normalised (weights of mean 1).
+   - Where an actor's next prompt does not depend on which attempt just freed it (the shared improve pool,
+     every solve prompt, the synchronous mode), each launch is a fresh draw from π, and by the
+     renewal-reward theorem an actor completes action a at the rate π(a) / E_π[Δt]: q = π, the ratio is 1.
+   - Where a slot's next prompt continues its own previous attempt (`improve_from="slots"`, asynchronous;
+     the paper's batch slots), a slot that holds a family of duration Δt launches its next continuation
+     after Δt, so over the learner's horizon continuations arrive at q(a) ∝ π(a) / Δt(a). The ratio is
+     Δt(a) · E_π[1/Δt], and E_q[Δt] = 1 / E_π[1/Δt], so the batch estimate is Δt / mean(Δt): the paper's
+     formula, which is right exactly here.
+   "lineage" weights (the default) apply each case where it holds: w_k = 1 for a sample whose prompt did not
+   depend on the attempt that launched it, and w_k = Δt_parent(k) / mean(Δt_parent) over the batch's
+   continuing samples otherwise, Δt_parent being the launching attempt's duration (the slot's clock, which
+   is what set the continuation's arrival rate; under a persistent lineage it has the continuation's own
+   family and so the same expectation as its Δt). So the weights are the paper's where completions arrive
+   ∝ π/Δt and exactly 1 (the plain policy gradient) where they arrive ∝ π. "paper" weights every sample by
+   its own Δt / mean(Δt) whatever the arrival process (the paper's formula, kept for ablations): where
+   completions arrive ∝ π it is not a correction but a bias toward slow programs (bench/duration_bias.py
+   measures it). What neither corrects: a lineage that switches family part of the time sits between the
+   two cases (lineage weights then correct the part of the over-representation its clock caused), and in
+   any mode a slow result arrives later than a fast one launched with it, a lag no weight can undo.
+   An attempt that ran nothing (a response without a program) is given the mean Δt of the batch's attempts
+   that ran, so its paper weight is 1 (its Δt of 0 would silence it), and it clocks no continuation.
 3. PPO: `ppo_epochs` passes over shuffled minibatches; per token the ratio ρ = exp(logp_new - logp_old) and
    the clipped surrogate min(ρ A_k, clip(ρ, 1 - ε, 1 + ε) A_k); a sample's surrogate is the sum over its
    tokens, multiplied by w_k; the loss is minus the minibatch mean. REINFORCE: one step on
@@ -57,7 +80,10 @@ class LearnerConfig:
     max_grad_norm: float = 1.0
     """Gradient-norm clipping threshold."""
     duration_aware: bool = True
-    """Multiply each sample's term by Δt_k / mean(Δt); False gives weights of 1 (the naive ablation)."""
+    """Weight each sample's term by `duration_weighting`; False gives weights of 1 (the naive ablation)."""
+    duration_weighting: Literal["lineage", "paper"] = "lineage"
+    """"lineage": Δt weights only for samples whose arrival rate their lineage's Δt set, 1 elsewhere (see
+    the module docstring); "paper": every sample's own Δt / mean(Δt), the paper's formula."""
     advantage: AdvantageMode = "running_mean"
     """Baseline: "running_mean" (EMA per (competition slug, prompt kind)), "group_mean" (mean reward of the
     batch's samples of the same prompt), or "batch_normalized" ((r - mean) / std over the batch)."""
@@ -65,17 +91,14 @@ class LearnerConfig:
     """EMA rate α of the running mean: after each batch b ← b + α (mean reward of that key in the batch - b).
     A key seen for the first time starts at its batch mean."""
     min_duration_s: float = 1e-3
-    """Floor on Δt in the weights: a response that ran nothing (a parse failure) has Δt = 0, and a batch
-    of such must not divide by a zero mean. Such samples get almost no weight, as the paper's formula says."""
+    """Floor on every Δt in the weights, so a batch of near-instant attempts never divides by zero."""
     seed: int = 0
     """Seeds the minibatch shuffling."""
 
 
 def duration_weights(durations_s: torch.Tensor) -> torch.Tensor:
-    """Per-sample weights Δt_k / mean(Δt) that undo asynchronous sampling bias.
-
-    The paper's correction (arXiv 2509.01684): where attempts return at a rate ∝ π(a)/Δt(a),
-    weighting each sample by its own execution time restores the unbiased policy gradient.
+    """Per-sample weights Δt_k / mean(Δt): the paper's correction (arXiv 2509.01684), right where attempts
+    return at a rate ∝ π(a)/Δt(a) (see the module docstring for where that holds).
 
     Args:
         durations_s: (B,) wall-clock execution seconds of each attempt, > 0.
@@ -86,6 +109,33 @@ def duration_weights(durations_s: torch.Tensor) -> torch.Tensor:
     [0.5, 1.5]
     """
     return durations_s / durations_s.mean()
+
+
+def paper_weights(durations_s: Sequence[float], ran: Sequence[bool], *, floor_s: float) -> torch.Tensor:
+    """(B,) Δt_k / mean(Δt), an attempt that ran nothing given the mean Δt of those that ran (weight 1).
+
+    >>> paper_weights([1.0, 0.0, 3.0], [True, False, True], floor_s=1e-3).tolist()
+    [0.5, 1.0, 1.5]
+    """
+    measured = [d for d, r in zip(durations_s, ran, strict=True) if r]
+    stand_in = sum(measured) / len(measured) if measured else 1.0
+    durations = [d if r else stand_in for d, r in zip(durations_s, ran, strict=True)]
+    return duration_weights(torch.tensor(durations, dtype=torch.float).clamp(min=floor_s))
+
+
+def lineage_weights(parent_durations_s: Sequence[float | None], *, floor_s: float) -> torch.Tensor:
+    """(B,) 1 for a sample whose prompt did not depend on its launching attempt (None), and
+    Δt_parent / mean(Δt_parent) over the continuing samples otherwise (module docstring, item 2).
+
+    >>> lineage_weights([None, 1.0, 3.0, None], floor_s=1e-3).tolist()
+    [1.0, 0.5, 1.5, 1.0]
+    """
+    weights = torch.ones(len(parent_durations_s))
+    rows = [k for k, d in enumerate(parent_durations_s) if d is not None]
+    if rows:
+        clocks = torch.tensor([parent_durations_s[k] for k in rows], dtype=torch.float).clamp(min=floor_s)
+        weights[rows] = duration_weights(clocks)
+    return weights
 
 
 class RunningBaseline:
@@ -230,9 +280,13 @@ class Learner:
         return advantages
 
     def weights(self, batch: Sequence[Experience]) -> torch.Tensor:
-        """(B,) duration weights Δt_k / mean(Δt), or ones when `duration_aware` is off."""
-        durations = torch.tensor([max(e.duration_s, self.config.min_duration_s) for e in batch])
-        return duration_weights(durations) if self.config.duration_aware else torch.ones_like(durations)
+        """(B,) duration weights under `config.duration_weighting`, or ones when `duration_aware` is off."""
+        floor_s = self.config.min_duration_s
+        if not self.config.duration_aware:
+            return torch.ones(len(batch))
+        if self.config.duration_weighting == "paper":
+            return paper_weights([e.duration_s for e in batch], [e.ran for e in batch], floor_s=floor_s)
+        return lineage_weights([e.parent_duration_s for e in batch], floor_s=floor_s)
 
     def update(self, batch: Sequence[Experience], *, current_version: int) -> dict[str, float]:
         """Take this batch's optimizer steps and return namespaced metrics (losses/*, charts/*; with an LM

@@ -11,10 +11,15 @@ The learner's update runs in the loop's thread: attempts in flight keep running 
 replacement for the attempt that completed the batch is sampled right after the update.
 
 Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "solve" or, with probability
-`improve_prob` when the task's pool of earlier valid solutions is not empty, "improve" one drawn uniformly
-from that pool (the best `max_pool` distinct programs by score). A new run may seed the pools with known
-`baselines` (run once each before the first attempt, `rl_core.baselines`), so improve prompts exist from the
-first attempt. Attempt ids are f"{seed}-{n}", so a resumed
+`improve_prob` when there is an earlier valid solution to show, "improve" it. Where that solution comes from
+is `improve_from`: "pool" draws it uniformly from the task's shared pool (the best `max_pool` distinct
+programs by score); "slots" is the paper's batch slots: each attempt runs in one of S slots (S = K, or B in
+the synchronous mode), and a slot's improve prompt continues that slot's own latest valid solution for the
+task. In the asynchronous slot mode a slot is clocked by its own attempts, so continuations arrive
+∝ π/Δt; each experience records the Δt of the attempt that freed its slot (`parent_duration_s`) when its
+prompt continued that slot, which is what rl_core.learner's lineage weights need. A new run may seed the
+pools with known `baselines` (run once each before the first attempt, `rl_core.baselines`), so improve
+prompts exist from the first attempt. Attempt ids are f"{seed}-{n}", so a resumed
 run re-dispatches exactly the attempts whose results never arrived. Budgets are exact: `attempts` attempts
 are run; the last `attempts mod B` results are recorded but not learned from. With a `wall_budget_s`, no
 attempt is sampled once the run's wall-clock (on the executor's clock, earlier sessions included) has reached
@@ -32,9 +37,9 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
@@ -42,6 +47,7 @@ from rl_core import checkpoint as ckpt
 from rl_core.baselines import previous_solutions
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import Learner
+from rl_core.loop_state import BestSolution, LoopState, state_from_dict, state_to_dict
 from rl_core.metrics import is_better
 from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
@@ -68,13 +74,14 @@ class LoopConfig:
     wall_budget_s: float | None = None
     """Stop sampling once the run's wall-clock reaches this many seconds (in-flight attempts still finish);
     None: the attempt budget alone ends the run."""
+    improve_from: Literal["pool", "slots"] = "pool"
+    """Where an improve prompt's earlier solution comes from: "pool", the task's shared pool; "slots", the
+    slot's own latest valid solution (the paper's batch slots; see the module docstring)."""
 
-
-@dataclass(frozen=True)
-class BestSolution:
-    attempt_id: str
-    score: float
-    response: str
+    @property
+    def slots(self) -> int:
+        """S: the slots attempts run in (K asynchronous, B synchronous)."""
+        return self.batch if self.sync else self.actors
 
 
 @dataclass(frozen=True)
@@ -145,52 +152,9 @@ def program_code(response: str) -> str:
     return response if code is None else code
 
 
-_TOTALS = ("reward", "valid", "duration_s", "staleness", "staleness_max", "lost")
-
-
-@dataclass
-class LoopState:
-    """Everything about a run that a checkpoint must restore (besides policy, learner and RNGs)."""
-
-    submitted: int = 0
-    finished: int = 0
-    updates: int = 0
-    checkpointed_at: int = 0  # the update count of the newest checkpoint
-    buffer: list[Experience] = field(default_factory=list)
-    in_flight: dict[str, Job] = field(default_factory=dict)  # in submission order
-    pool: dict[str, list[PreviousSolution]] = field(default_factory=dict)
-    best: dict[str, BestSolution] = field(default_factory=dict)
-    totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TOTALS, 0.0))
-    wall_before_s: float = 0.0  # wall-clock of earlier sessions of this run (before a resume)
-
-
-def state_to_dict(state: LoopState) -> dict[str, Any]:
-    plain = {k: v for k, v in asdict(state).items() if k not in ("buffer", "in_flight", "pool", "best")}
-    return plain | {
-        "buffer": [ckpt.experience_to_dict(e) for e in state.buffer],
-        "in_flight": [
-            [job.attempt_id, ckpt.sample_to_dict(job.sample), job.task_slug]
-            for job in state.in_flight.values()
-        ],
-        "pool": {slug: [ckpt.previous_to_dict(p) for p in entries] for slug, entries in state.pool.items()},
-        "best": {slug: asdict(best) for slug, best in state.best.items()},
-    }
-
-
-def state_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> LoopState:
-    jobs = [Job(aid, ckpt.sample_from_dict(sample, tasks), slug) for aid, sample, slug in data["in_flight"]]
-    return LoopState(
-        submitted=int(data["submitted"]),
-        finished=int(data["finished"]),
-        updates=int(data["updates"]),
-        checkpointed_at=int(data["checkpointed_at"]),
-        buffer=[ckpt.experience_from_dict(e, tasks) for e in data["buffer"]],
-        in_flight={job.attempt_id: job for job in jobs},
-        pool={slug: [ckpt.previous_from_dict(p) for p in entries] for slug, entries in data["pool"].items()},
-        best={slug: BestSolution(**best) for slug, best in data["best"].items()},
-        totals={key: float(value) for key, value in data["totals"].items()},
-        wall_before_s=float(data["wall_before_s"]),
-    )
+def ran_something(outcome: Any) -> bool:
+    """Whether the attempt ran a program (a response without one, status parse_error, ran nothing)."""
+    return getattr(outcome, "status", "ok") != "parse_error"
 
 
 class _Run:
@@ -250,11 +214,27 @@ class _Run:
         if count <= 0:
             return
         tasks = [self.tasks[(self.state.submitted + i) % len(self.tasks)] for i in range(count)]
-        samples = self.policy.sample([self.prompt_for(task) for task in tasks], generator=self.generator)
-        for task, sample in zip(tasks, samples, strict=True):
-            job = Job(f"{self.config.seed}-{self.state.submitted}", sample, task.slug)
+        slots = self.free_slots(count)
+        prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
+        samples = self.policy.sample(prompts, generator=self.generator)
+        for slot, sample in zip(slots, samples, strict=True):
+            job = Job(f"{self.config.seed}-{self.state.submitted}", sample, sample.prompt.task.slug)
             self.state.submitted += 1
+            self.state.slot_of[job.attempt_id] = slot
+            self.state.parent_s[job.attempt_id] = self.parent_clock(slot, sample.prompt)
             self.dispatch(job)
+
+    def free_slots(self, count: int) -> list[int]:
+        """The `count` lowest slots that no attempt in flight holds. Launches never exceed S minus the
+        attempts in flight, so these are below S (the range goes further only so it never runs short)."""
+        held = set(self.state.slot_of.values())
+        return [slot for slot in range(self.config.slots + count) if slot not in held][:count]
+
+    def parent_clock(self, slot: int, prompt: Prompt) -> float | None:
+        """The experience's `parent_duration_s`: the Δt of the slot's previous attempt when this prompt
+        continues that slot and the slot is clocked by its own attempts (asynchronous slots); else None."""
+        continues = self.config.improve_from == "slots" and prompt.kind == "improve"
+        return self.state.slot_clock.get(slot) if continues and not self.config.sync else None
 
     def open_slots(self) -> int:
         """Attempts the budgets still allow: those left of `attempts`, or 0 once the wall budget is spent."""
@@ -268,8 +248,14 @@ class _Run:
         self.executor.submit(job)
         self.observer.on_attempt_started(job.attempt_id, job.sample, self.executor.now())
 
-    def prompt_for(self, task: TaskInfo) -> Prompt:
-        coin, pool = self.rng.random(), self.state.pool.get(task.slug, [])
+    def prompt_for(self, task: TaskInfo, slot: int) -> Prompt:
+        coin = self.rng.random()
+        if self.config.improve_from == "slots":
+            previous = self.state.lineage.get(f"{slot}:{task.slug}")
+            if previous is not None and coin < self.config.improve_prob:
+                return Prompt(task=task, kind="improve", previous=previous)
+            return Prompt(task=task, kind="solve")
+        pool = self.state.pool.get(task.slug, [])
         if pool and coin < self.config.improve_prob:
             return Prompt(task=task, kind="improve", previous=self.rng.choice(pool))
         return Prompt(task=task, kind="solve")
@@ -284,17 +270,19 @@ class _Run:
             return
         outcome, sample = finished.outcome, job.sample
         staleness = self.policy.version - sample.policy_version
+        slot, parent_s = self.release_slot(job.attempt_id, outcome)
         self.state.finished += 1
         if outcome.reward is None:  # lost: its executions kept dying; nothing to learn from
             self.state.totals["lost"] = self.state.totals.get("lost", 0.0) + 1  # older checkpoints lack it
         else:
             experience = Experience(
-                sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid)
-            )
+                sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid),
+                ran=ran_something(outcome), parent_duration_s=parent_s,
+            )  # fmt: skip
             self.state.buffer.append(experience)
             self.count(experience, staleness)
         if outcome.valid and outcome.score is not None:
-            self.remember(job, outcome)
+            self.remember(job, outcome, slot)
         self.observer.on_attempt_finished(
             finished.attempt_id, sample, outcome, self.executor.now(), staleness
         )
@@ -307,8 +295,15 @@ class _Run:
         totals["staleness"] += staleness
         totals["staleness_max"] = max(totals["staleness_max"], staleness)
 
-    def remember(self, job: Job, outcome: Any) -> None:
-        """Add a valid attempt to its task's improve pool and track the task's best solution."""
+    def release_slot(self, attempt_id: str, outcome: Any) -> tuple[int | None, float | None]:
+        """Free the attempt's slot, set the slot's clock to its Δt, and return (slot, its parent Δt)."""
+        slot = self.state.slot_of.pop(attempt_id, None)
+        if slot is not None:
+            self.state.slot_clock[slot] = float(outcome.duration_s) if ran_something(outcome) else None
+        return slot, self.state.parent_s.pop(attempt_id, None)
+
+    def remember(self, job: Job, outcome: Any, slot: int | None) -> None:
+        """Add a valid attempt to its task's improve pool and its slot's lineage; track the task's best."""
         task, score = self.by_slug[job.task_slug], float(outcome.score)
         better = functools.partial(is_better, higher_is_better=task.higher_is_better)
         best = self.state.best.get(task.slug)
@@ -318,6 +313,8 @@ class _Run:
             program_code(job.sample.response), str(getattr(outcome, "stdout_tail", "")), score
         )
         self.pool_add(task, entry)
+        if slot is not None:
+            self.state.lineage[f"{slot}:{task.slug}"] = entry
 
     def pool_add(self, task: TaskInfo, entry: PreviousSolution) -> None:
         """Put `entry` into the task's improve pool, which keeps the best `max_pool` distinct programs."""

@@ -2,7 +2,8 @@
 
 Presets (``RewardConfig.preset``):
 
-- ``"normalized"`` (default). A valid submission earns ``score_norm + credit_per_stage * stages``, where
+- ``"normalized"`` (default). A valid submission earns ``score_norm + credit_per_stage * stages`` (the credit
+  only with ``credit_valid``, the default), where
   ``score_norm`` is the improvement over the trivial baseline, ``d * (s - s_base) / |s_best - s_base|``
   clipped to [-1, 1] (``d`` = +1 for higher-is-better metrics, -1 for lower-is-better; ``s_best`` the
   metric's perfect value), so 0 is the baseline, 1 perfect, and lower-is-better metrics work the same way.
@@ -43,13 +44,21 @@ class RewardConfig:
             score, -10 for a failure).
         failure_reward: the reward of an attempt without a valid submission, before stage credit;
             None for the preset's (-1.0 normalized, -10.0 paper).
-        credit_per_stage: added for each instrumentation stage reached, valid or not.
+        credit_per_stage: added for each instrumentation stage reached (by an invalid attempt always; by a
+            valid one only with `credit_valid`).
+        credit_valid: whether a valid submission also earns the stage credit (the paper's reward, kept as
+            the default); False rewards a valid submission by its score alone, so stages can add nothing on
+            top of solving. Measured (GrammarPolicy, 2 bundled competitions, 1 seed x 48 attempts per arm,
+            so underpowered): every attempt was valid with all six stages in both arms, making the credit a
+            constant +0.6; late mean normalised score 0.74 (on) vs 0.65 (off), best scores equal. No
+            evidence to change the default.
         mode: ``"score"``, or ``"percentile"`` to use the leaderboard percentile when one exists.
     """
 
     preset: Literal["normalized", "paper"] = "normalized"
     failure_reward: float | None = None
     credit_per_stage: float = 0.1
+    credit_valid: bool = True
     mode: Literal["score", "percentile"] = "score"
 
     def __post_init__(self) -> None:
@@ -148,6 +157,7 @@ def compute_reward(
     credit = config.credit_per_stage * stages_reached
     if not valid or score is None or not math.isfinite(score):
         return round(config.failure + credit, 12)
+    credit = credit if config.credit_valid else 0.0
     term = _score_term(
         score,
         config=config,

@@ -69,6 +69,10 @@ class AttemptOrder:
     soft_limit_s: float | None = None
     """The Celery soft time limit the supervisor sent the task with (the message's, not a keyword argument):
     the Δt of an attempt that it stops."""
+    lm_markup: str | None = None
+    """The supervisor's LM instrumentation of the program (rl_core.instrument.lm_markup), or None for the
+    AST rules. Untrusted until rl_core.instrument.accept_lm_markup has checked it here; refused, the rules'
+    markers run (instrumentation "lm-fallback")."""
 
     @cached_property
     def digest(self) -> str:
@@ -182,8 +186,9 @@ def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
         return unrunnable_outcome(order.response, str(error), failure_reward(competition, reward)), 0.0
     started = time.monotonic()
     outcome = run_response(
-        order.response, task, work_dir, instrument=config.instrument, reward=reward, allow_gpu=order.allow_gpu
-    )
+        order.response, task, work_dir, instrument=config.instrument, reward=reward,
+        allow_gpu=order.allow_gpu, lm_markup=order.lm_markup,
+    )  # fmt: skip
     return outcome, time.monotonic() - started
 
 

@@ -28,15 +28,17 @@ def execute_attempt(
     lease_s: float,
     max_tries: int,
     allow_gpu: bool = False,
+    lm_markup: str | None = None,
 ) -> str:
     """Run one attempt in the sandbox and report it to the run's supervisor. Safe to redeliver: an attempt
     that already has a result is not run again (workers.attempts). One stopped by its soft time limit is
-    recorded as a `timeout` (workers.attempts), not failed and run again."""
+    recorded as a `timeout` (workers.attempts), not failed and run again. `lm_markup`: the supervisor's LM
+    instrumentation of the program, used only if it passes this worker's checks."""
     from workers.attempts import AttemptOrder
     from workers.attempts import execute_attempt as execute
 
     soft_limit_s = (self.request.timelimit or (None, None))[1]
-    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries, allow_gpu, soft_limit_s)
+    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries, allow_gpu, soft_limit_s, lm_markup)
     return execute(order)
 
 

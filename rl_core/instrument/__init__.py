@@ -2,9 +2,28 @@
 
 The paper's partial credit (DESIGN.md §1, §4): after the policy wrote a program, the environment inserts a
 marker call after each milestone, ``__practicum_mark__("data_loaded")``; running, the first call for a stage
-writes ``@@practicum:<nonce>:<stage>`` on its own line to file descriptor 1 (stdout), and `parse_stages`
-reads the stages back from the output by that per-attempt nonce. A program that prints stage-like lines
-itself does not know the nonce and earns nothing for them.
+writes ``@@practicum:<nonce>:<stage>`` to the attempt's private marker channel (a socket the sandbox opens
+for this attempt, never stdout), and `credited_stages` reads the stages back by that per-attempt nonce.
+
+Why a program cannot earn more stage credit than its honest version, layer by layer:
+
+1. Markers never travel on stdout or stderr, so nothing a program (or a child it spawns) writes to its own
+   output, by ``print``, ``os.write(1, ...)``, ``sys.__stdout__``, ``/dev/stdout`` or any other way, counts.
+2. The nonce is not in the program's text, environment or arguments: the marker function reads it from
+   the channel before the program's first statement runs, so reading its own source learns nothing; and
+   the channel's descriptor is closed to child processes.
+3. The guard (`guard`): a program that names the marker function, or reaches for what would let it find
+   the marker function or the nonce in its own memory (``globals()``, ``vars()``, ``dir()``, ``getattr``
+   with a computed or dunder name, ``sys.modules``, frames, ``inspect``, ``gc.get_objects``, ``ctypes``,
+   ...; `INTROSPECTION_NAMES` and friends) gets no markers at all; it still runs and is graded.
+4. A stage is credited only if the instrumenter inserted a marker for it into this program
+   (`credited_stages`): whatever route a program finds to the marker, it earns nothing for a stage it has
+   no code for.
+
+Not covered: the marker code runs inside the program's own process, so a program that defeats the guard
+(by a route it does not foresee) AND has code for a stage that it never runs (``if False: model.fit(X)``)
+can still claim that stage; what keeps such forging from paying is the bound above and that a stage is
+worth far less than a valid submission.
 
 `instrument` works on the AST. It finds, at any depth (functions, methods, ``if __name__ ...``, loops,
 with-blocks, try-blocks):
@@ -39,21 +58,12 @@ defined by one ``exec(...)`` statement joined to the first line, catches its own
 stage once. The output is checked: with the marker calls removed, its AST must equal the original's;
 otherwise the markers are inserted into the AST and the program re-rendered with `ast.unparse` (comments
 and line numbers lost), checked the same way. A program that does not parse is returned unchanged, with no
-markers: it then fails by itself. `lm_instrument` lets a frozen LM insert the markers, with the same check.
+markers: it then fails by itself. `lm_instrument` lets a frozen LM insert the markers, with the same check
+(and the forgery guard), falling back to the rules (``method="lm-fallback"``); in training its halves run
+apart: `lm_markup` where the LM is (the run's supervisor), `accept_lm_markup` where the program runs.
 
-Markers are removed from the stdout shown to users (`strip_markers`); forged lines stay, as program output.
-A program that itself names the marker function (``__practicum_mark__``, as a name, an attribute or in a
-string) gets no markers at all: calling the environment's marker is the one forgery that the nonce alone
-would not stop, so such a program earns no partial credit (and, calling an undefined name, fails). The
-same holds for a program that reaches for what would let it find the marker or the nonce at run time
-(`INTROSPECTION_NAMES`: ``globals()``, ``vars()``, frames, code objects, ``gc.get_objects``, ``inspect``,
-``__file__``/``argv``/``"program.py"`` to read its own source, ``exec``/``eval``/``compile``/``__import__``
-to build code the check cannot see): such programs are rare in ML solutions and earn no partial credit;
-their submission is still graded. The marker code runs inside the program's own process, so no check of
-this kind is complete (a determined program can search its own memory by other means); what keeps forging
-from paying is, as in the paper, that a marker is worth far less than a valid submission.
-Not covered: events the rules do not recognise (a model built by a helper from another module, a path held
-in a function argument); a marker for an event in an ``elif`` test runs after the whole if-chain.
+Also not covered: events the rules do not recognise (a model built by a helper from another module, a
+path held in a function argument); a marker for an event in an ``elif`` test runs after the whole if-chain.
 
 Where things are: this module holds the two instrumenters; `markers` the stages and the marker lines;
 `rules` what counts as each stage's event and where its marker goes; `render` writing the markers in and
@@ -64,17 +74,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from rl_core.instrument.guard import INTROSPECTION_NAMES, names_the_marker
 from rl_core.instrument.markers import (
+    CHANNEL_ENV,
     MARK_FUNCTION,
     MARKER_PREFIX,
     STAGES,
+    credited_stages,
     marker_line,
     parse_stages,
-    strip_markers,
 )
 from rl_core.instrument.render import (
     CannotRender,
@@ -89,20 +100,25 @@ from rl_core.instrument.render import (
 from rl_core.instrument.rules import find_anchors
 
 __all__ = [
+    "CHANNEL_ENV",
     "INTROSPECTION_NAMES",
     "MARKER_PREFIX",
     "MARK_FUNCTION",
     "STAGES",
     "Instrumented",
     "Method",
+    "accept_lm_markup",
+    "credited_stages",
     "instrument",
     "lm_instrument",
+    "lm_markup",
     "marker_line",
     "parse_stages",
-    "strip_markers",
 ]
 
-Method = Literal["ast", "lm", "none"]
+Method = Literal["ast", "lm", "lm-fallback", "none"]
+"""Who wrote the program that runs: the AST rules; the LM (its markup accepted); the AST rules after the
+LM's markup was refused or missing; nobody (instrumentation off)."""
 
 
 @dataclass(frozen=True)
@@ -114,13 +130,17 @@ class Instrumented:
     method: Method = "ast"
 
 
-def instrument(program: str, nonce: str) -> Instrumented:
-    """Insert the stage markers, printing with `nonce` (letters, digits, underscores), by AST rules.
+def instrument(program: str, nonce: str | None = None) -> Instrumented:
+    """Insert the stage markers by AST rules.
+
+    `nonce` is not used: the nonce is never written into the program any more (the sandbox hands it to the
+    marker function through the attempt's channel, `rl_core.sandbox.ExecutionRequest.marker_nonce`); the
+    argument is accepted so that callers written before the channel keep working.
 
     Returns the program unchanged with no markers when it does not parse, has no recognisable event, or
     names the marker function itself (a forgery: see the module docstring).
 
-    >>> out = instrument("import pandas as pd\\ndf = pd.read_csv('input/train.csv')\\n", "ab12")
+    >>> out = instrument("import pandas as pd\\ndf = pd.read_csv('input/train.csv')\\n")
     >>> out.inserted
     ('imports_done', 'data_loaded')
     >>> out.program.splitlines()[1]
@@ -133,12 +153,12 @@ def instrument(program: str, nonce: str) -> Instrumented:
     if not anchors:
         return Instrumented(program, (), "ast")
     try:
-        candidate: str | None = render_text(program, tree, anchors, nonce)
+        candidate: str | None = render_text(program, tree, anchors)
     except (CannotRender, IndexError, UnicodeDecodeError):  # positions that do not fit the text
         candidate = None
     stages = checked(candidate, original_dump, prelude=True) if candidate is not None else None
     if stages is None:
-        candidate = render_ast(tree, anchors, nonce)
+        candidate = render_ast(tree, anchors)
         stages = checked(candidate, original_dump, prelude=True)
     if stages is None:
         return Instrumented(program, (), "ast")
@@ -159,33 +179,73 @@ Reply with the whole program in one ```python code block and nothing else.
 """
 
 
-def lm_instrument(program: str, nonce: str, generate: Callable[[str], str]) -> Instrumented:
+def lm_instrument(program: str, nonce: str | None, generate: Callable[[str], str]) -> Instrumented:
     """Let a frozen LM insert the markers; keep its version only if, without the marker calls, its AST
-    equals the original's and it marks at least one stage. Otherwise (or if `generate` raises) the AST
-    instrumenter's result is returned (``method="ast"``).
+    equals the original's and it marks at least one stage (``method="lm"``). Otherwise (or if `generate`
+    raises) the AST instrumenter's result is returned, with ``method="lm-fallback"``.
+
+    The two halves are separate so that the LM can live in one process (a run's supervisor) and the program
+    run in another (a sandbox worker): `lm_markup` asks the LM, `accept_lm_markup` checks its answer.
 
     Args:
         generate: prompt -> completion, e.g. greedy decoding with the base model's adapters off.
     """
+    return accept_lm_markup(program, lm_markup(program, generate), nonce)
+
+
+def lm_markup(program: str, generate: Callable[[str], str]) -> str:
+    """The LM's half: the code of the frozen LM's reply to `LM_PROMPT` for `program` (marker calls, no
+    prelude, no nonce), or "" when the program does not parse, the forgery guard refuses it (no markup
+    could be accepted), or `generate` raises. Nothing is checked here: `accept_lm_markup` does that where
+    the program runs.
+
+    >>> reply = "```python\\nimport os\\n__practicum_mark__('imports_done')\\n```"
+    >>> lm_markup("import os\\n", lambda prompt: reply)
+    "import os\\n__practicum_mark__('imports_done')\\n"
+    """
     tree = parse_program(program)
     if tree is None or names_the_marker(tree):
-        return Instrumented(program, (), "ast")
+        return ""
     try:
-        candidate = _reply_code(generate(LM_PROMPT.format(program=program)))
-    except Exception:
-        return instrument(program, nonce)
-    original_dump = ast.dump(tree)
-    stages = checked(candidate, original_dump, prelude=False)
+        return _reply_code(generate(LM_PROMPT.format(program=program)))
+    except Exception:  # a failing LM must not fail the attempt: the rules take over
+        return ""
+
+
+def accept_lm_markup(program: str, markup: str, nonce: str | None = None) -> Instrumented:
+    """The checking half: `markup` (`lm_markup`'s output for `program`, possibly made on another machine)
+    with the marker prelude for `nonce` written in, ``method="lm"``, when `program` passes the forgery guard
+    and `markup` without its marker calls has exactly `program`'s AST and marks at least one stage.
+    Otherwise the AST rules' `instrument(program, nonce)`, ``method="lm-fallback"``.
+
+    >>> changed = "import os\\nprint(1)\\n__practicum_mark__('imports_done')\\n"
+    >>> accept_lm_markup("import os\\n", changed, "ab").method
+    'lm-fallback'
+    """
+    tree = parse_program(program)
+    if tree is not None and not names_the_marker(tree):
+        accepted = _with_prelude(markup, ast.dump(tree), nonce)
+        if accepted is not None:
+            return accepted
+    return replace(instrument(program, nonce), method="lm-fallback")
+
+
+def _with_prelude(markup: str, original_dump: str, nonce: str | None) -> Instrumented | None:
+    """`markup` with the prelude for `nonce`, if it is the original program plus markers; else None."""
+    try:
+        stages = checked(markup, original_dump, prelude=False)
+    except (RecursionError, MemoryError):
+        return None
     if not stages:
-        return instrument(program, nonce)
-    lines = candidate.split("\n")
-    edit = prelude_edit(ast.parse(candidate), lines, prelude_statement(nonce))
+        return None
+    lines = markup.split("\n")
+    edit = prelude_edit(ast.parse(markup), lines, prelude_statement())
     try:
         with_prelude = splice(lines, [edit], []) if len(edit) == 3 else splice(lines, [], [edit])  # type: ignore[list-item]
     except (IndexError, UnicodeDecodeError):
-        return instrument(program, nonce)
+        return None
     if checked(with_prelude, original_dump, prelude=True) != stages:
-        return instrument(program, nonce)
+        return None
     return Instrumented(with_prelude, stages, "lm")
 
 

@@ -1,9 +1,10 @@
-"""The stage markers' protocol: the stages, and the line each marker prints, read back from a program's output
-by the attempt's nonce (see the package docstring)."""
+"""The stage markers' protocol: the stages, the line each marker writes to the attempt's private marker
+channel, and how the stages an attempt is credited with are read back (see the package docstring)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 STAGES = (
     "imports_done",
@@ -16,6 +17,9 @@ STAGES = (
 """The partial-credit stages, in the order a program reaches them."""
 MARKER_PREFIX = "@@practicum:"
 MARK_FUNCTION = "__practicum_mark__"
+CHANNEL_ENV = "PRACTICUM_MARKER_FD"
+"""The environment variable that tells the marker function which descriptor is its channel (not a secret:
+the nonce is, and it is read from the channel itself before any of the program's code runs)."""
 
 
 def marker_line(nonce: str, stage: str) -> str:
@@ -27,23 +31,27 @@ def marker_line(nonce: str, stage: str) -> str:
     return f"{MARKER_PREFIX}{nonce}:{stage}"
 
 
-def parse_stages(stdout: str, nonce: str) -> tuple[str, ...]:
-    """The stages whose marker with `nonce` appears in `stdout`, in canonical order (each once).
+def parse_stages(text: str, nonce: str) -> tuple[str, ...]:
+    """The stages whose marker with `nonce` appears in `text` (the marker channel's lines), in canonical
+    order (each once).
 
     >>> parse_stages("@@practicum:ab12:model_trained\\nhello\\n@@practicum:ab12:imports_done\\n"
     ...              "@@practicum:0000:data_loaded\\n", "ab12")
     ('imports_done', 'model_trained')
     """
-    found = set(re.findall(re.escape(f"{MARKER_PREFIX}{nonce}:") + r"(\w+)", stdout)) if nonce else set()
+    found = set(re.findall(re.escape(f"{MARKER_PREFIX}{nonce}:") + r"(\w+)", text)) if nonce else set()
     return tuple(stage for stage in STAGES if stage in found)
 
 
-def strip_markers(stdout: str, nonce: str) -> str:
-    """`stdout` without the genuine marker lines (forged ones, lacking the nonce, stay).
+def credited_stages(marker_lines: Iterable[str], nonce: str, inserted: Iterable[str]) -> tuple[str, ...]:
+    """The stages an attempt is credited with: those whose marker with `nonce` arrived on its channel AND
+    for which the instrumenter inserted a marker into this program. The second condition bounds credit
+    structurally: a program that reaches the marker function (or its nonce) by some route no check
+    foresaw still earns nothing for a stage it has no code for.
 
-    >>> strip_markers("a\\n@@practicum:ab12:data_loaded\\nb\\n@@practicum:zz:data_loaded\\n", "ab12")
-    'a\\nb\\n@@practicum:zz:data_loaded\\n'
+    >>> credited_stages(["@@practicum:ab12:imports_done", "@@practicum:ab12:model_trained"], "ab12",
+    ...                 ["imports_done", "data_loaded"])
+    ('imports_done',)
     """
-    if not nonce:
-        return stdout
-    return re.sub(re.escape(f"{MARKER_PREFIX}{nonce}:") + r"\w+\n?", "", stdout)
+    allowed = set(inserted)
+    return tuple(s for s in parse_stages("\n".join(marker_lines), nonce) if s in allowed)

@@ -5,31 +5,39 @@ its AST equals the original's (`checked`)."""
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Mapping
 
-from rl_core.instrument.markers import MARK_FUNCTION, STAGES, marker_line
+from rl_core.instrument.markers import CHANNEL_ENV, MARK_FUNCTION, MARKER_PREFIX, STAGES
 from rl_core.instrument.rules import BLOCK_FIELDS, Anchor
 
-_MARK_SOURCE = """def __practicum_mark__(*stages, _seen=set()):
+_MARK_SOURCE = """def __practicum_mark__(*stages, _seen=set(), _link=[]):
+    import os
+    if not _link:
+        try:
+            fd = int(os.environ.pop(CHANNEL_ENV))
+            os.set_inheritable(fd, False)
+            _link[:] = [fd, os.read(fd, 64).strip()]
+        except Exception:
+            _link[:] = [-1, b""]
+        return
     new = [s for s in stages if s not in _seen]
     _seen.update(new)
     try:
-        __import__("sys").stdout.flush()
+        os.write(_link[0], b"".join(PREFIX + _link[1] + b":" + s.encode() + b"\\n" for s in new))
     except Exception:
         pass
-    try:
-        __import__("os").write(1, "".join("MARKER_LINE\\n" % s for s in new).encode())
-    except Exception:
-        pass
-"""
+__practicum_mark__()
+""".replace("CHANNEL_ENV", repr(CHANNEL_ENV)).replace("PREFIX", repr(MARKER_PREFIX.encode()))
+"""The marker function. Its first call, from the prelude itself before any of the program's code runs,
+takes the channel's descriptor from the environment (removing it there, and from child processes) and
+reads the attempt's nonce from the channel: the nonce is never in the program's text, its environment or
+its arguments. Each later call writes the lines of the stages not yet marked to the channel, never to
+stdout. Without a channel (the program run by hand) markers write nothing."""
 
 
-def prelude_statement(nonce: str) -> str:
+def prelude_statement() -> str:
     """One simple statement defining the marker function (so it can share a line with the program's)."""
-    if not re.fullmatch(r"\w+", nonce):
-        raise ValueError(f"A nonce must be letters, digits or underscores, got {nonce!r}.")
-    return f"exec({_MARK_SOURCE.replace('MARKER_LINE', marker_line(nonce, '%s'))!r})"
+    return f"exec({_MARK_SOURCE!r})"
 
 
 def _mark_call(stages: Iterable[str]) -> str:
@@ -78,7 +86,7 @@ def _line_start(anchor: Anchor, parents: Mapping[int, ast.stmt], lines: list[str
     return stmt
 
 
-def render_text(program: str, tree: ast.Module, anchors: list[Anchor], nonce: str) -> str:
+def render_text(program: str, tree: ast.Module, anchors: list[Anchor]) -> str:
     """The program with markers spliced into its own text (simple statements: `; mark(...)` on the line)."""
     lines = program.split("\n")
     parents = {id(c): p for p in ast.walk(tree) if isinstance(p, ast.If) for c in p.orelse}
@@ -92,7 +100,7 @@ def render_text(program: str, tree: ast.Module, anchors: list[Anchor], nonce: st
             new_lines.append((stmt.end_lineno, indent + call))  # type: ignore[arg-type]
         else:
             inline.append((anchor.stmt.end_lineno - 1, anchor.stmt.end_col_offset, "; " + call))  # type: ignore[operator,arg-type]
-    edit = prelude_edit(tree, lines, prelude_statement(nonce))
+    edit = prelude_edit(tree, lines, prelude_statement())
     (inline if len(edit) == 3 else new_lines).append(edit)  # type: ignore[arg-type]
     return splice(lines, inline, new_lines)
 
@@ -107,12 +115,12 @@ def splice(lines: list[str], inline: list[tuple[int, int, str]], new_lines: list
     return "\n".join(lines)
 
 
-def render_ast(tree: ast.Module, anchors: list[Anchor], nonce: str) -> str:
+def render_ast(tree: ast.Module, anchors: list[Anchor]) -> str:
     """The program re-rendered from its AST with marker statements inserted (used when splicing fails)."""
     for anchor in anchors:
         index = next(i for i, s in enumerate(anchor.body) if s is anchor.stmt)
         anchor.body.insert(index + 1, ast.parse(_mark_call(anchor.stages)).body[0])
-    tree.body.insert(_prelude_index(tree), ast.parse(prelude_statement(nonce)).body[0])
+    tree.body.insert(_prelude_index(tree), ast.parse(prelude_statement()).body[0])
     return ast.unparse(ast.fix_missing_locations(tree))
 
 

@@ -1,7 +1,7 @@
 """Run one untrusted program and report what happened.
 
 `execute(request)` writes the program to ``work_dir/program.py`` and runs it as a fresh process with the
-worker's own Python interpreter, under one of two isolation levels, detected once per process
+worker's own Python interpreter, under one of three isolation levels, detected once per process
 (`isolation_level()`) and recorded on every result:
 
 ``"bwrap"`` (bubblewrap works here). Covered:
@@ -32,23 +32,28 @@ worker's own Python interpreter, under one of two isolation levels, detected onc
     attempt's uid is also killed directly, and `execute` returns only once none of them runs; as a
     non-root worker the namespace's teardown may still be finishing when `execute` returns;
   - output: stdout and stderr are read as they come and only the last ``max_output_bytes`` of each are
-    kept, so a program printing forever cannot exhaust the worker's memory. Lines that carry a stage
-    marker (`rl_core.instrument.MARKER_PREFIX`) are kept apart (distinct lines, at most `MAX_MARKER_LINES`),
-    so a long output cannot push them out of the tail;
+    kept, so a program printing forever cannot exhaust the worker's memory;
+  - stage markers (``marker_nonce`` set): a private channel (`channel.MarkerChannel`), never stdout; the
+    program's marker function takes the nonce from it before the program runs, and the distinct lines
+    that come back on it (at most `MAX_MARKER_LINES`) are the result's ``marker_lines``;
   - scratch size: RLIMIT_FSIZE per file, and the scratch dir's total (bytes in regular files, plus a cap
     on the number of entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after;
     over the cap the program is killed. The overshoot is bounded by the write rate times the check interval;
   - the submission is reported only when ``submission/submission.csv`` is a regular file inside the
     scratch dir (a symlink to the answers, or a ``submission`` directory replaced by a link, is ignored).
 
-``"rlimits"`` (no working bwrap; a warning is logged once). Covered: the same rlimits, wall-clock kill of
-the process group, output caps, scratch cap, scrubbed environment, a private temp dir inside the scratch
-dir, ``./input`` as a private copy (hard links where possible) of the public files, and, as root, the
-per-attempt uid (so the program cannot read other processes' environments or signal them, and every
-process left under its uid is killed when it ends). Not covered: the filesystem is the host's (anything
-world-readable is readable, including the answers if their permissions allow it), the network is the
-host's, other processes are visible, and a non-root worker's program runs as the worker's own user (it
-can read the worker's environment through ``/proc`` and signal it; ``setsid`` children may outlive it).
+``"rlimits"`` (no working bwrap, a root worker; a warning is logged once). Covered: the same rlimits,
+wall-clock kill of the process group, output caps, scratch cap, scrubbed environment, a private temp dir
+inside the scratch dir, ``./input`` as a private copy (hard links) of the public files, and the
+per-attempt uid (so the program cannot read the 0600 answers or other processes' environments, nor signal
+them, and every process left under its uid is killed when it ends). Not covered: the filesystem is the
+host's (anything world-readable is readable), the network is the host's, other processes are visible.
+
+``"unisolated"`` (no working bwrap, a non-root worker). As ``"rlimits"``, but the program runs as the
+worker's own user: it can read the hidden answers (0600, but the worker's), the worker's environment
+through ``/proc``, and signal the worker; ``setsid`` children may outlive it. Its scores are not
+trustworthy, so `execute` refuses to run anything here (`UnisolatedRefused`) unless the operator opted in
+with ``PRACTICUM_ALLOW_UNISOLATED`` (`allow_unisolated`).
 
 How the status is decided (first match wins):
   1. ``"timeout"``: the wall-clock limit was reached (and the sandbox killed it), or the CPU-seconds
@@ -67,7 +72,7 @@ Not covered at any level: GPU memory isolation between concurrent attempts (``al
 ``/dev/nvidia*`` nodes); total memory of a process tree (RLIMIT_AS is per process: up to
 ``max_processes`` x ``memory_mb`` of virtual memory, not a cgroup limit); disk bandwidth; CPU share
 between concurrent attempts; side channels; kernel exploits; nested user namespaces when running as root;
-a program that reads its own source to learn the marker nonce.
+a program that finds the marker nonce in its own memory (rl_core.instrument bounds what that can earn).
 
 Where things are: this module holds the request, the result, isolation detection, the status rules and
 `execute`; `command` builds the scratch layout and what is spawned; `supervisor` runs it to its end
@@ -90,14 +95,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rl_core.sandbox.channel import MarkerChannel
 from rl_core.sandbox.command import SUBMISSION, build_command, cpu_limit_s, prepare_work_dir, system_binds
-from rl_core.sandbox.host import acquire_uid, namespace_flags, release_uid, tool
+from rl_core.sandbox.host import acquire_uid, is_root, namespace_flags, release_uid, tool
 from rl_core.sandbox.supervisor import MAX_SCRATCH_ENTRIES, Ended, Supervisor, scratch_over, scratch_usage
 
 logger = logging.getLogger(__name__)
 
 Status = Literal["ok", "error", "timeout", "memory", "killed"]
-Isolation = Literal["bwrap", "rlimits"]
+Isolation = Literal["bwrap", "rlimits", "unisolated"]
+UNISOLATED_SETTING = "PRACTICUM_ALLOW_UNISOLATED"
+_unisolated = {"allowed": False}
+
+
+class UnisolatedRefused(RuntimeError):
+    """Raised by `execute` where the sandbox is ``"unisolated"`` and the operator has not opted in."""
+
+
+def allow_unisolated(allowed: bool) -> None:
+    """Call this once at start-up with the operator's ``PRACTICUM_ALLOW_UNISOLATED`` (Django's runs app does):
+    whether attempts may run where the sandbox cannot hide the answers from them."""
+    _unisolated["allowed"] = allowed
+
+
+def unisolated_allowed() -> bool:
+    return _unisolated["allowed"]
+
+
+def scores_trustworthy(isolation: str) -> bool:
+    """Whether a program run under `isolation` could not have read the hidden answers.
+
+    >>> scores_trustworthy("bwrap"), scores_trustworthy("unisolated")
+    (True, False)
+    """
+    return isolation != "unisolated"
+
 
 _MEMORY_PATTERN = re.compile(r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|[Oo]ut of memory")
 
@@ -128,6 +160,8 @@ class ExecutionRequest:
     max_file_mb: int = 512
     max_processes: int = 256
     allow_gpu: bool = False
+    marker_nonce: str | None = None
+    """The attempt's marker nonce: when set, the program gets a marker channel carrying it (see `channel`)."""
     cancel: threading.Event | None = field(default=None, compare=False)
     """Set it (from another thread) to kill the program now: it ends with status ``killed``."""
 
@@ -145,7 +179,8 @@ class ExecutionResult:
             the sandbox appends a ``[sandbox] ...`` line to stderr when it killed the program.
         submission_path: ``work_dir/submission/submission.csv`` when the program wrote it as a regular file.
         isolation: the isolation level it ran under.
-        marker_lines: the distinct stdout lines containing the stage-marker prefix, in order of arrival.
+        marker_lines: the distinct lines that came back on the marker channel with the stage-marker prefix,
+            in order of arrival (none without ``marker_nonce``). Whatever the program prints is not here.
     """
 
     status: Status
@@ -160,7 +195,8 @@ class ExecutionResult:
 
 @functools.cache
 def isolation_level() -> Isolation:
-    """``"bwrap"`` when a minimal bubblewrap sandbox starts here, else ``"rlimits"`` (warned once)."""
+    """``"bwrap"`` when a minimal bubblewrap sandbox starts here, else ``"rlimits"`` for a root worker and
+    ``"unisolated"`` for any other (warned once)."""
     if shutil.which("bwrap") is not None:
         probe = [tool("bwrap"), *namespace_flags(), *system_binds(), "--proc", "/proc", "--dev", "/dev"]
         probe += ["--size", str(2**20), "--tmpfs", "/dev/shm", "--", tool("true")]
@@ -173,7 +209,14 @@ def isolation_level() -> Isolation:
         "bubblewrap is not usable here: programs run with rlimits, a scrubbed environment and a private "
         "temp dir only (no filesystem, network or PID isolation)."
     )
-    return "rlimits"
+    if is_root():
+        return "rlimits"
+    logger.warning(
+        "This worker is not root: programs would run as its own user and could read the hidden answers. "
+        "Attempts are refused unless %s=True (scores are then not trustworthy).",
+        UNISOLATED_SETTING,
+    )
+    return "unisolated"
 
 
 def decide_status(
@@ -245,17 +288,28 @@ def _note(request: ExecutionRequest, ended: Ended) -> str:
 def execute(request: ExecutionRequest) -> ExecutionResult:
     """Run `request.program` in the sandbox and report how it ended. Blocks until it has.
 
-    Raises ValueError for a missing input_dir or a reused work_dir; never for anything the program does.
+    Raises ValueError for a missing input_dir or a reused work_dir, UnisolatedRefused where the sandbox
+    cannot hide the answers and the operator has not opted in; never for anything the program does.
     """
     isolation = isolation_level()
+    if not scores_trustworthy(isolation) and not unisolated_allowed():
+        raise UnisolatedRefused(
+            "Refusing to run the attempt: bubblewrap does not work here and the worker is not root, so the "
+            "program would run as the worker's own user and could read the hidden answers. Fix the sandbox "
+            f"(see README), run the worker as root, or set {UNISOLATED_SETTING}=True to run it anyway "
+            "(its scores are then not trustworthy)."
+        )
+    channel = MarkerChannel.open(request.marker_nonce) if request.marker_nonce is not None else None
     uid = acquire_uid()
     try:
         prepare_work_dir(request, uid, isolation)
-        argv, env = build_command(request, isolation, uid)
+        argv, env = build_command(request, isolation, uid, channel.child_fd if channel else None)
         supervisor = Supervisor(request, isolation, uid)
-        ended = supervisor.run(argv, env)
+        ended = supervisor.run(argv, env, channel)
     finally:
         release_uid(uid)
+        if channel is not None:
+            channel.close()
     if not ended.over_scratch and scratch_over(request):
         ended = Ended(ended.exit_code, ended.cpu_s, ended.duration_s, ended.timed_out, True, ended.cancelled)
     stderr = supervisor.stderr.text() + _note(request, ended)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rl_core.instrument.markers import CHANNEL_ENV
 from rl_core.sandbox.host import is_root, namespace_flags, setpriv, tool
 
 if TYPE_CHECKING:
@@ -143,8 +144,10 @@ def _rlimit_command(request: ExecutionRequest) -> list[str]:
     ]
 
 
-def program_env(request: ExecutionRequest, isolation: Isolation) -> dict[str, str]:
-    """The whole environment the program sees."""
+def program_env(
+    request: ExecutionRequest, isolation: Isolation, marker_fd: int | None = None
+) -> dict[str, str]:
+    """The whole environment the program sees (with the marker channel's descriptor, when it has one)."""
     home = SANDBOX_ROOT if isolation == "bwrap" else str(request.work_dir)
     threads = str(len(os.sched_getaffinity(0)))
     env = {
@@ -164,12 +167,16 @@ def program_env(request: ExecutionRequest, isolation: Isolation) -> dict[str, st
     env |= {name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     if request.allow_gpu and "CUDA_VISIBLE_DEVICES" in os.environ:
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    if marker_fd is not None:
+        env[CHANNEL_ENV] = str(marker_fd)
     return env
 
 
-def build_command(request: ExecutionRequest, isolation: Isolation, uid: int | None) -> tuple[list[str], dict]:
+def build_command(
+    request: ExecutionRequest, isolation: Isolation, uid: int | None, marker_fd: int | None = None
+) -> tuple[list[str], dict]:
     """(argv, env for the spawned process): prlimit, then bwrap or nothing, then setpriv when root."""
-    env = program_env(request, isolation)
+    env = program_env(request, isolation, marker_fd)
     switch_user = setpriv(uid) if uid is not None else []
     if isolation == "bwrap":
         program = f"{SANDBOX_ROOT}/{PROGRAM_NAME}"

@@ -1,5 +1,6 @@
-"""Running one spawned program to its end: its output read as it comes (tails and stage-marker lines kept,
-in bounded memory), the wall clock and the scratch cap enforced, and every process it left killed."""
+"""Running one spawned program to its end: its output read as it comes (tails kept, in bounded memory), the
+lines of its marker channel collected, the wall clock and the scratch cap enforced, and every process it
+left killed."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from rl_core.sandbox.host import kill_uid
 
 if TYPE_CHECKING:
     from rl_core.sandbox import ExecutionRequest, Isolation
+    from rl_core.sandbox.channel import MarkerChannel
 
 SCRATCH_CHECK_S = 0.5
 MAX_SCRATCH_ENTRIES = 100_000
@@ -49,7 +51,8 @@ class _Tail:
 
 
 class _MarkerLines:
-    """Distinct lines containing MARKER_PREFIX, found as the stream passes (a partial line carries over)."""
+    """Distinct lines containing MARKER_PREFIX, found as the marker channel's stream passes (a partial line
+    carries over)."""
 
     PARTIAL_CAP = 4096
 
@@ -99,7 +102,7 @@ class Supervisor:
         self.wait: tuple[int, float] | None = None  # (wait status, cpu seconds) once reaped
         self.end = math.inf
 
-    def run(self, argv: list[str], env: dict[str, str]) -> Ended:
+    def run(self, argv: list[str], env: dict[str, str], channel: MarkerChannel | None = None) -> Ended:
         self.start = time.monotonic()
         self.proc = subprocess.Popen(
             argv,
@@ -109,15 +112,17 @@ class Supervisor:
             env=env,
             cwd=self.request.work_dir,
             start_new_session=True,
+            pass_fds=(channel.child_fd,) if channel is not None else (),
         )
+        streams: list = [(self.proc.stdout, self.stdout.feed), (self.proc.stderr, self.stderr.feed)]
+        if channel is not None:
+            channel.spawned()
+            streams.append((channel.ours, self.markers.feed))
         with selectors.DefaultSelector() as selector:
             try:
-                for stream, sink in (
-                    (self.proc.stdout, self._on_stdout),
-                    (self.proc.stderr, self.stderr.feed),
-                ):
-                    os.set_blocking(stream.fileno(), False)  # type: ignore[union-attr]
-                    selector.register(stream, selectors.EVENT_READ, sink)  # type: ignore[arg-type]
+                for stream, sink in streams:
+                    os.set_blocking(stream.fileno(), False)
+                    selector.register(stream, selectors.EVENT_READ, sink)
                 self._loop(selector)
             finally:
                 self._finish()
@@ -170,15 +175,16 @@ class Supervisor:
             time.sleep(min(timeout_s, 0.005))
             return
         for key, _ in selector.select(timeout_s):
-            data = os.read(key.fd, 65536)
+            try:
+                data = os.read(key.fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:  # a reset channel ends like a closed one
+                data = b""
             if data:
                 key.data(data)
             else:
                 selector.unregister(key.fd)
-
-    def _on_stdout(self, data: bytes) -> None:
-        self.stdout.feed(data)
-        self.markers.feed(data)
 
     def _poll_exit(self) -> bool:
         """Reap the process if it has exited, after killing what it left (its zombie still holds the pgid)."""

@@ -59,7 +59,10 @@ def upload(page, screenshot, bundle_zip) -> None:
 
 def start_run(page, screenshot, name: str, settings: dict[str, int | bool | str]) -> int:
     """Fill the start (or clone) form the page is on with `settings` (booleans tick or clear a checkbox),
-    submit it, and return the new run's id once its page opens."""
+    submit it, and return the new run's id once its page opens. Settings outside the first group are in the
+    collapsed "Advanced settings", which is opened first, as a person would."""
+    if not page.locator("#advanced").evaluate("details => details.open"):
+        page.click("#advanced > summary")
     for field, value in settings.items():
         if isinstance(value, bool):
             page.set_checked(f"#id_{field}", value)
@@ -121,6 +124,7 @@ def test_a_new_user_uploads_a_competition_watches_two_runs_learn_live_and_compar
     assert before.points < after.points == FIRST_RUN["attempts"]
     assert after.draws > before.draws + 1, "the charts were redrawn as events arrived, more than once"
     assert page.locator("#cancel").is_hidden(), "a finished run offers no cancel button"
+    assert_the_arrival_chart_is_drawn(page)
 
     baseline = best_program(page, first)
     page.click("#clone")
@@ -130,6 +134,14 @@ def test_a_new_user_uploads_a_competition_watches_two_runs_learn_live_and_compar
     page.wait_for_function("window.practicum && window.practicum.charts >= 1")
     screenshot("09-compare")
     assert_compare_page_diffs_the_best_programs(page, first, second)
+
+
+def assert_the_arrival_chart_is_drawn(page) -> None:
+    """The launch share against completion share chart, fetched again as attempts finished, was drawn with a
+    launched and a finished line per family, and its one-line reading names the sample."""
+    finished = f"{FIRST_RUN['attempts']} finished attempts"
+    page.wait_for_function(f"document.getElementById('arrival-summary').textContent.includes({finished!r})")
+    assert page.evaluate("document.getElementById('chart-arrival').data.length") >= 2
 
 
 def best_program(page, run_id: int) -> str:

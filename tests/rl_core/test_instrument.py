@@ -7,22 +7,28 @@ names), so they run in a bare interpreter in milliseconds.
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import astuple
 
 import pytest
 
 from rl_core.instrument import (
+    CHANNEL_ENV,
     LM_PROMPT,
     STAGES,
     Instrumented,
+    accept_lm_markup,
+    credited_stages,
     instrument,
     lm_instrument,
+    lm_markup,
     marker_line,
     parse_stages,
-    strip_markers,
 )
+from rl_core.sandbox.channel import MarkerChannel
 
 NONCE = "n0nce42"
 
@@ -45,11 +51,37 @@ def stages_of(program: str) -> tuple[str, ...]:
 
 
 def run(program: str, cwd) -> subprocess.CompletedProcess:
+    """Run `program` with a marker channel for NONCE, as the sandbox does; ``.markers`` is what came back."""
     (cwd / "input").mkdir(exist_ok=True)
     (cwd / "submission").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-c", program], cwd=cwd, capture_output=True, text=True, timeout=60
-    )
+    channel = MarkerChannel.open(NONCE)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", program],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            pass_fds=(channel.child_fd,),
+            env=os.environ | {CHANNEL_ENV: str(channel.child_fd)},
+        )
+        channel.spawned()
+        result.markers = _received(channel)  # type: ignore[attr-defined]
+    finally:
+        channel.close()
+    return result
+
+
+def _received(channel: MarkerChannel) -> str:
+    """Everything on the channel (a program that never read its nonce resets it: that ends it too)."""
+    channel.ours.setblocking(True)
+    data = b""
+    try:
+        while chunk := channel.ours.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data.decode()
 
 
 def is_marker_or_prelude(stmt: ast.stmt) -> bool:
@@ -119,9 +151,12 @@ def test_parse_stages_ignores_unknown_stage_names():
     assert parse_stages(marker_line(NONCE, "model_hacked"), NONCE) == ()
 
 
-def test_strip_markers_removes_genuine_markers_and_keeps_forged_ones():
-    stdout = f"a\n{marker_line(NONCE, 'data_loaded')}\nb\n{marker_line('forged', 'data_loaded')}\n"
-    assert strip_markers(stdout, NONCE) == f"a\nb\n{marker_line('forged', 'data_loaded')}\n"
+def test_only_stages_the_instrumenter_inserted_are_credited():
+    lines = [marker_line(NONCE, stage) for stage in STAGES]
+    assert credited_stages(lines, NONCE, ("imports_done", "model_trained")) == (
+        "imports_done",
+        "model_trained",
+    )
 
 
 # ---------------------------------------------------------------------------------------- finding events
@@ -296,13 +331,15 @@ def test_it_keeps_the_docstring_and_future_imports_first(tmp_path):
     program = '"""Doc."""\nfrom __future__ import annotations\nimport os\nprint(__doc__)\n'
     result = run(instrument(program, NONCE).program, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"{marker_line(NONCE, 'imports_done')}\nDoc.\n"
+    assert (result.stdout, result.markers) == ("Doc.\n", f"{marker_line(NONCE, 'imports_done')}\n")
 
 
 def test_it_instruments_a_program_that_starts_with_a_function(tmp_path):
     program = "@staticmethod\ndef f():\n    return 1\nimport os\nprint(f.__func__())\n"
     result = run(instrument(program, NONCE).program, tmp_path)
-    assert result.stdout == f"{marker_line(NONCE, 'imports_done')}\n1\n", result.stderr
+    assert (result.stdout, result.markers) == ("1\n", f"{marker_line(NONCE, 'imports_done')}\n"), (
+        result.stderr
+    )
 
 
 def test_it_falls_back_to_rendering_the_ast_when_the_text_cannot_be_spliced():
@@ -312,28 +349,44 @@ def test_it_falls_back_to_rendering_the_ast_when_the_text_cannot_be_spliced():
     assert without_markers(out.program) == ast.dump(ast.parse(program))
 
 
-def test_it_rejects_a_nonce_that_could_break_out_of_the_marker_string():
+def test_the_nonce_is_not_written_into_the_instrumented_program():
+    assert NONCE not in instrument(PIPELINE, NONCE).program
+
+
+def test_a_marker_channel_rejects_a_nonce_that_could_forge_a_second_line():
     with pytest.raises(ValueError, match="nonce"):
-        instrument("import os\n", "x'); import shutil; ('")
+        MarkerChannel.open("x\n@@practicum:x:model_trained")
 
 
 # ----------------------------------------------------------------------------- running instrumented code
 
 
-def test_the_instrumented_pipeline_prints_every_stage_once_and_the_same_output(tmp_path):
+def test_the_instrumented_pipeline_marks_every_stage_once_on_its_channel_and_prints_the_same_output(tmp_path):
     original = run(PIPELINE, tmp_path)
     instrumented = run(instrument(PIPELINE, NONCE).program, tmp_path)
     assert instrumented.returncode == original.returncode == 0, instrumented.stderr
-    assert parse_stages(instrumented.stdout, NONCE) == STAGES
-    assert instrumented.stdout.count(NONCE) == len(STAGES)
-    assert strip_markers(instrumented.stdout, NONCE) == original.stdout
+    assert parse_stages(instrumented.markers, NONCE) == STAGES
+    assert instrumented.markers.count(NONCE) == len(STAGES)
+    assert instrumented.stdout == original.stdout
+
+
+def test_the_marker_channel_is_not_inherited_by_child_processes(tmp_path):
+    program = "import os, subprocess, sys\n"
+    program += "child = 'import os; print(sorted(os.environ), sorted(os.listdir(\\'/dev/fd\\')))'\n"
+    program += "print(subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,"
+    program += " close_fds=False).stdout)\n"
+    marked = instrument(program, NONCE)
+    result = run(marked.program, tmp_path)
+    assert marked.inserted == ("imports_done",)
+    assert CHANNEL_ENV not in result.stdout, result.stderr
+    assert "['0', '1', '2', '3']" in result.stdout  # stdio and listdir's own descriptor: no channel
 
 
 def test_a_crash_after_training_reaches_exactly_the_stages_before_it(tmp_path):
     program = PIPELINE.replace("    predictions = model.predict(test)", "    raise RuntimeError('boom')")
     result = run(instrument(program, NONCE).program, tmp_path)
     assert "RuntimeError: boom" in result.stderr
-    assert parse_stages(result.stdout, NONCE) == (
+    assert parse_stages(result.markers, NONCE) == (
         "imports_done",
         "data_loaded",
         "model_defined",
@@ -347,10 +400,10 @@ def test_a_traceback_points_at_the_original_line(tmp_path):
     assert "line 3, in <module>" in result.stderr
 
 
-def test_markers_reach_stdout_even_when_the_program_redirects_sys_stdout(tmp_path):
+def test_markers_reach_the_channel_even_when_the_program_redirects_sys_stdout(tmp_path):
     program = "import io, sys\nsys.stdout = io.StringIO()\nx = np.load('input/a.npy')\n"
     program = "class np:\n    load = staticmethod(lambda p: 1)\n" + program
-    assert parse_stages(run(instrument(program, NONCE).program, tmp_path).stdout, NONCE) == (
+    assert parse_stages(run(instrument(program, NONCE).program, tmp_path).markers, NONCE) == (
         "imports_done",
         "data_loaded",
     )
@@ -393,27 +446,58 @@ def test_the_lm_instrumenter_falls_back_to_the_ast_when_the_lm_changes_the_code(
     reply = "```python\nimport pandas as pd\ndf = pd.read_csv('input/test.csv')\n"
     reply += "__practicum_mark__('data_loaded')\n```"
     out = lm_instrument(SMALL, NONCE, lambda prompt: reply)
-    assert out == instrument(SMALL, NONCE)
+    assert (out.program, out.inserted, out.method) == (*astuple(instrument(SMALL, NONCE))[:2], "lm-fallback")
 
 
 def test_the_lm_instrumenter_falls_back_to_the_ast_on_garbage():
-    assert lm_instrument(SMALL, NONCE, lambda prompt: "I cannot help with that ```").method == "ast"
+    assert lm_instrument(SMALL, NONCE, lambda prompt: "I cannot help with that ```").method == "lm-fallback"
 
 
 def test_the_lm_instrumenter_falls_back_to_the_ast_when_the_lm_adds_no_marker():
-    assert lm_instrument(SMALL, NONCE, lambda prompt: SMALL).method == "ast"
+    assert lm_instrument(SMALL, NONCE, lambda prompt: SMALL).method == "lm-fallback"
 
 
 def test_the_lm_instrumenter_rejects_a_marker_with_an_unknown_stage():
     reply = SMALL + "__practicum_mark__('model_hacked')\n"
-    assert lm_instrument(SMALL, NONCE, lambda prompt: reply).method == "ast"
+    assert lm_instrument(SMALL, NONCE, lambda prompt: reply).method == "lm-fallback"
 
 
 def test_the_lm_instrumenter_falls_back_to_the_ast_when_generation_fails():
     def broken(prompt: str) -> str:
         raise RuntimeError("out of memory")
 
-    assert lm_instrument(SMALL, NONCE, broken).method == "ast"
+    assert lm_instrument(SMALL, NONCE, broken).method == "lm-fallback"
+
+
+def test_the_lms_markup_is_its_replys_code_without_the_marker_prelude():
+    reply = "Here it is.\n```python\nimport pandas as pd\n__practicum_mark__('imports_done')\n```"
+    expected = "import pandas as pd\n__practicum_mark__('imports_done')\n"
+    assert lm_markup(SMALL, lambda prompt: reply) == expected
+
+
+def test_a_program_the_guard_refuses_is_never_shown_to_the_lm():
+    shown: list[str] = []
+    assert lm_markup("print(globals())\n", lambda prompt: shown.append(prompt) or "") == ""
+    assert shown == []
+
+
+def test_a_markup_from_elsewhere_that_only_adds_markers_is_accepted_with_the_prelude():
+    markup = SMALL.replace("print(", "__practicum_mark__('data_loaded')\nprint(")
+    out = accept_lm_markup(SMALL, markup, NONCE)
+    assert (out.method, out.inserted) == ("lm", ("data_loaded",))
+    assert out.program.startswith("exec(") and out.program.endswith(markup)
+
+
+def test_a_markup_from_elsewhere_that_changes_the_program_is_refused_for_the_rules():
+    markup = SMALL.replace("train.csv", "test.csv") + "__practicum_mark__('data_loaded')\n"
+    out = accept_lm_markup(SMALL, markup, NONCE)
+    assert (out.program, out.inserted, out.method) == (*astuple(instrument(SMALL, NONCE))[:2], "lm-fallback")
+
+
+def test_a_markup_for_a_program_the_guard_refuses_is_refused_even_when_it_only_adds_markers():
+    program = "g = globals()\nprint(1)\n"
+    out = accept_lm_markup(program, program + "__practicum_mark__('imports_done')\n", NONCE)
+    assert (out.method, out.inserted) == ("lm-fallback", ())
 
 
 def test_a_torch_train_mode_switch_is_not_the_training_function_of_the_same_name():
@@ -452,6 +536,19 @@ def test_a_method_of_the_program_that_loads_data_marks_its_calls():
         "import gc; found = [o for o in gc.get_objects() if isinstance(o, str)]",
         "from inspect import currentframe",
         "eval('__prac' + 'ticum_mark__')('model_trained')",
+        'import sys; m = sys.modules["__m" + "ain__"]; f = getattr(m, [n for n in dir(m) if "__pr" in n][0])',
+        "import os; m = os.sys.modules['__m' + 'ain__']",
+        "from sys import modules",
+        "names = dir()",
+        "f = getattr(object, name)",
+        "f = getattr(main_module, '__dict__')",
+        "import builtins; g = builtins.globals()",
+        "import importlib; m = importlib.import_module('__m' + 'ain__')",
+        "import ctypes",
+        "import code; code.InteractiveInterpreter().runsource(text)",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    g = e.__traceback__.tb_frame.f_back",
+        "secret = mark.__defaults__",
+        "import sys; sys.settrace(tracer)",
     ],
 )
 def test_a_program_that_calls_the_marker_itself_gets_no_markers(forgery):
@@ -462,7 +559,19 @@ def test_a_program_that_calls_the_marker_itself_gets_no_markers(forgery):
 
 @pytest.mark.parametrize(
     "innocent",
-    ["model.eval()", "model.compile()", "import gc; gc.collect()", "if __name__ == '__main__':\n    pass"],
+    [
+        "model.eval()",
+        "model.compile()",
+        "import gc; gc.collect()",
+        "if __name__ == '__main__':\n    pass",
+        "n = len(df.columns)",
+        "layers = list(model.modules())",
+        "importances = getattr(model, 'feature_importances_', None)",
+        "ok = hasattr(model, 'predict_proba')",
+        "print(type(model).__name__, model.__class__.__name__)",
+        "code = 'abc'",
+        "import sys; print(sys.version)",
+    ],
 )
 def test_ordinary_code_that_looks_like_introspection_still_gets_markers(innocent):
     program = f"import pandas as pd\ndf = pd.read_csv('input/train.csv')\n{innocent}\n"

@@ -106,7 +106,7 @@ def test_ppo_reports_the_fraction_of_clipped_tokens():
 
 def test_learner_update_takes_its_step_along_the_duration_weighted_gradient():
     policy = TablePolicy(FAMILIES, init_logits=[0.1, 0.2, -0.3])
-    config = LearnerConfig(objective="reinforce", lr=0.1, max_grad_norm=1e9)
+    config = LearnerConfig(objective="reinforce", lr=0.1, max_grad_norm=1e9, duration_weighting="paper")
     batch = [make_experience("a", 1.0, 1.0), make_experience("b", 3.0, 2.0), make_experience("c", 2.0, 6.0)]
     probs = torch.softmax(policy.logits.detach(), dim=0)
     Learner(policy, config).update(batch, current_version=0)
@@ -121,10 +121,33 @@ def test_duration_aware_off_gives_weights_of_one():
     assert learner.weights(batch).tolist() == [1.0, 1.0]
 
 
-def test_duration_aware_weights_are_each_duration_over_the_batch_mean():
-    learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
+def test_paper_weights_are_each_duration_over_the_batch_mean():
+    learner = Learner(TablePolicy(FAMILIES), LearnerConfig(duration_weighting="paper"))
     batch = [make_experience("a", 0.0, 1.0), make_experience("b", 0.0, 3.0)]
     assert learner.weights(batch).tolist() == [0.5, 1.5]
+
+
+def test_paper_weights_give_an_attempt_that_ran_nothing_the_weight_of_an_average_attempt():
+    learner = Learner(TablePolicy(FAMILIES), LearnerConfig(duration_weighting="paper"))
+    unrun = Experience(make_sample("a"), -1.0, 0.0, False, ran=False)
+    batch = [make_experience("a", 0.0, 2.0), unrun, make_experience("b", 0.0, 4.0)]
+    assert learner.weights(batch).tolist() == pytest.approx([2 / 3, 1.0, 4 / 3])
+
+
+def test_lineage_weights_are_one_for_samples_whose_prompt_did_not_continue_their_slot():
+    learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
+    batch = [make_experience("a", 0.0, 1.0), make_experience("b", 0.0, 300.0)]
+    assert learner.weights(batch).tolist() == [1.0, 1.0]
+
+
+def test_lineage_weights_are_each_parents_duration_over_the_continuing_samples_mean():
+    learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
+    continuing = [
+        Experience(make_sample("a", kind="improve"), 0.0, 5.0, True, parent_duration_s=parent_s)
+        for parent_s in (1.0, 3.0)
+    ]
+    batch = [make_experience("c", 0.0, 7.0), *continuing]
+    assert learner.weights(batch).tolist() == [1.0, 0.5, 1.5]
 
 
 def test_running_baseline_starts_at_the_batch_mean_of_a_new_key():
@@ -194,7 +217,7 @@ def test_update_bumps_the_policy_version():
 
 
 def test_update_reports_staleness_validity_and_duration_metrics():
-    learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
+    learner = Learner(TablePolicy(FAMILIES), LearnerConfig(duration_weighting="paper"))
     batch = [
         make_experience("a", 1.0, 2.0, version=3),
         make_experience("b", -10.0, 6.0, version=1, valid=False),

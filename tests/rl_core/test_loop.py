@@ -176,8 +176,16 @@ def test_the_summary_reports_the_best_valid_score_and_utilisation():
     assert 0.5 < summary.utilization <= 1.0
 
 
-def resumable_config(sync: bool = False) -> LoopConfig:
-    return LoopConfig(attempts=160, actors=6, batch=8, checkpoint_every=3, seed=2, sync=sync)
+def resumable_config(sync: bool = False, improve_from: str = "pool") -> LoopConfig:
+    return LoopConfig(
+        attempts=160,
+        actors=6,
+        batch=8,
+        checkpoint_every=3,
+        seed=2,
+        sync=sync,
+        improve_from=improve_from,  # type: ignore[arg-type]
+    )
 
 
 class Crash(Exception):
@@ -201,14 +209,16 @@ class CrashAt:
             raise Crash
 
 
-def run_resumable(tmp_path, *, observer=None, resume=None, executor_cls=SimulatedExecutor, sync=False):
+def run_resumable(
+    tmp_path, *, observer=None, resume=None, executor_cls=SimulatedExecutor, sync=False, improve_from="pool"
+):
     policy, learner, executor = setup(["fast", "medium", "crash"], seed=1, executor_cls=executor_cls)
     summary = run_loop(
         policy=policy,
         learner=learner,
         executor=executor,
         tasks=[make_task()],
-        config=resumable_config(sync),
+        config=resumable_config(sync, improve_from),
         observer=observer,
         checkpoints=tmp_path,
         resume=resume,
@@ -216,13 +226,15 @@ def run_resumable(tmp_path, *, observer=None, resume=None, executor_cls=Simulate
     return summary, policy, executor
 
 
+@pytest.mark.parametrize("improve_from", ["pool", "slots"])
 @pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
-def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(tmp_path, sync):
-    straight, straight_policy, _ = run_resumable(tmp_path / "straight", sync=sync)
+def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(tmp_path, sync, improve_from):
+    modes = {"sync": sync, "improve_from": improve_from}
+    straight, straight_policy, _ = run_resumable(tmp_path / "straight", **modes)
     with pytest.raises(Crash):
-        run_resumable(tmp_path / "crashed", observer=CrashAt(version=8), sync=sync)
+        run_resumable(tmp_path / "crashed", observer=CrashAt(version=8), **modes)
     assert latest_checkpoint(tmp_path / "crashed").name == "checkpoint-00000006.pt"
-    resumed, resumed_policy, _ = run_resumable(tmp_path / "crashed", resume=tmp_path / "crashed", sync=sync)
+    resumed, resumed_policy, _ = run_resumable(tmp_path / "crashed", resume=tmp_path / "crashed", **modes)
     assert torch.equal(resumed_policy.logits, straight_policy.logits)
     assert resumed_policy.version == straight_policy.version
     assert resumed == straight
@@ -343,3 +355,48 @@ def test_a_wall_budget_stops_sampling_but_lets_the_attempts_in_flight_finish(syn
     assert max(started) < config.wall_budget_s  # nothing is sampled once the budget is spent
     assert summary.attempts == len(recorder.of("finished")) == 8  # and nothing in flight is dropped
     assert summary.wall_s == pytest.approx(40.0)
+
+
+def run_slots(*, sync: bool, attempts: int = 200):
+    policy, learner, executor = setup(["fast", "medium"], keep_bonus=50.0)
+    batches: list = []
+    update = learner.update
+    learner.update = lambda batch, **kw: (batches.append(list(batch)), update(batch, **kw))[1]  # type: ignore[method-assign]
+    recorder = Recorder(executor)
+    config = LoopConfig(
+        attempts=attempts, actors=4, batch=4, sync=sync, improve_prob=1.0, improve_from="slots"
+    )
+    run_loop(policy=policy, learner=learner, executor=executor, tasks=[make_task()], config=config,
+             observer=recorder)  # fmt: skip
+    return recorder, [e for batch in batches for e in batch]
+
+
+def test_in_slot_mode_an_improve_prompt_continues_its_own_slots_latest_valid_solution():
+    recorder, _ = run_slots(sync=False)
+    solutions: dict[str, str] = {}  # attempt id -> its program, for the valid ones
+    for event in recorder.of("finished"):
+        if event[4].valid:
+            solutions[event[1]] = event[3].response
+    improves = [e[3] for e in recorder.of("started") if e[3].prompt.kind == "improve"]
+    assert improves, "improve prompts must appear once slots hold valid solutions"
+    # with a keep bonus of 50 a slot never leaves its family, so a slot that continued a foreign lineage
+    # would show up as an improve prompt whose family differs from its previous program's
+    assert all(family_of(s.prompt.previous.code) == family_of(s.response) for s in improves)
+    assert {family_of(s.prompt.previous.code) for s in improves} == {"fast", "medium"}
+
+
+def test_asynchronous_slot_continuations_carry_their_parents_duration():
+    _, experiences = run_slots(sync=False)
+    continuing = [e for e in experiences if e.sample.prompt.kind == "improve"]
+    assert continuing and all(e.parent_duration_s is not None for e in continuing)
+    assert all(e.parent_duration_s is None for e in experiences if e.sample.prompt.kind == "solve")
+    # a lineage keeps its family, so its parents' durations are of that family (fast ~1 s, medium ~5 s)
+    fast = [e.parent_duration_s for e in continuing if e.sample.info["family"] == "fast"]
+    medium = [e.parent_duration_s for e in continuing if e.sample.info["family"] == "medium"]
+    assert sum(fast) / len(fast) < sum(medium) / len(medium) / 2
+
+
+def test_synchronous_slots_are_not_clocked_by_their_attempts_so_carry_no_parent_duration():
+    _, experiences = run_slots(sync=True)
+    assert any(e.sample.prompt.kind == "improve" for e in experiences)
+    assert all(e.parent_duration_s is None for e in experiences)

@@ -106,3 +106,21 @@ def test_it_rejects_an_impossible_number_of_stages():
 def test_it_rejects_an_unknown_preset():
     with pytest.raises(ValueError, match="preset"):
         RewardConfig(preset="sparse")  # type: ignore[arg-type]
+
+
+def test_without_credit_valid_a_valid_submission_earns_its_score_alone():
+    config = RewardConfig(credit_valid=False)
+    reward = compute_reward(
+        valid=True, score=0.8, stages_reached=6, config=config, higher_is_better=True,
+        baseline_score=0.6, perfect_score=1.0,
+    )  # fmt: skip
+    assert reward == pytest.approx(0.5)
+
+
+def test_without_credit_valid_an_invalid_attempt_still_earns_stage_credit():
+    config = RewardConfig(credit_valid=False)
+    reward = compute_reward(
+        valid=False, score=None, stages_reached=2, config=config, higher_is_better=True,
+        baseline_score=0.6, perfect_score=1.0,
+    )  # fmt: skip
+    assert reward == pytest.approx(-0.8)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from rl_core import sandbox
+from rl_core.instrument import CHANNEL_ENV, instrument
 from rl_core.sandbox import (
     ExecutionRequest,
     ExecutionResult,
@@ -131,16 +132,27 @@ def test_it_keeps_only_the_tail_of_a_long_output(box):
     assert "earlier bytes not kept" in result.stdout
 
 
-def test_it_keeps_marker_lines_that_the_output_cap_pushed_out_of_the_tail(box):
-    result = box.run(
-        "print('@@practicum:ab12:data_loaded')\nfor i in range(100000): print(i)", max_output_bytes=1000
+def test_marker_lines_come_from_the_marker_channel_and_never_from_stdout(box):
+    program = instrument(
+        "import os\nprint('@@prac' + 'ticum:ab12:data_loaded')\nfor i in range(9999): print(i)\n"
     )
-    assert "data_loaded" not in result.stdout
-    assert result.marker_lines == ("@@practicum:ab12:data_loaded",)
+    result = box.run(program.program, max_output_bytes=1000, marker_nonce="ab12")
+    assert result.marker_lines == ("@@practicum:ab12:imports_done",)
 
 
-def test_it_finds_a_marker_written_after_text_without_a_newline(box):
-    result = box.run("print('x' * 10000, end=''); print('@@practicum:ab12:model_trained')")
+def test_a_program_without_a_marker_nonce_gets_no_marker_channel(box):
+    result = box.run(
+        f"import os; print(os.environ.get({CHANNEL_ENV!r}), sorted(os.listdir('/proc/self/fd')))"
+    )
+    assert result.stdout == "None ['0', '1', '2', '3']\n"
+
+
+def test_it_finds_a_marker_written_to_the_channel_after_text_without_a_newline(box):
+    program = (
+        f"import os; fd = int(os.environ[{CHANNEL_ENV!r}]); os.read(fd, 64); os.write(fd, b'x' * 10000)\n"
+    )
+    program += "os.write(fd, b'@@practicum:ab12:model_trained\\n')\n"
+    result = box.run(program, marker_nonce="ab12")
     assert result.marker_lines == (
         "x" * (512 - len("@@practicum:ab12:model_trained")) + "@@practicum:ab12:model_trained",
     )

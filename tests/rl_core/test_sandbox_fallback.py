@@ -13,6 +13,8 @@ from rl_core import sandbox
 from rl_core.sandbox import ExecutionRequest, ExecutionResult, execute
 
 TOKEN = "fallback-secret-5d1e"
+DETECT_ISOLATION = sandbox.isolation_level.__wrapped__  # type: ignore[attr-defined]
+"""The detection itself, uncached (the fixture below replaces `isolation_level`)."""
 
 
 @pytest.fixture(autouse=True)
@@ -97,3 +99,49 @@ def test_a_setsid_child_is_killed_when_the_program_ends_as_root(run):
     beats = (work / "heartbeat").read_text()
     time.sleep(0.5)
     assert (work / "heartbeat").read_text() == beats
+
+
+# ------------------------------------------------------------------------------ a non-root worker, no bwrap
+
+
+def test_without_bwrap_a_non_root_worker_is_unisolated(monkeypatch):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox, "is_root", lambda: False)
+    assert DETECT_ISOLATION() == "unisolated"
+
+
+def test_without_bwrap_a_root_worker_keeps_the_rlimits_level(monkeypatch):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox, "is_root", lambda: True)
+    assert DETECT_ISOLATION() == "rlimits"
+
+
+def test_an_unisolated_sandbox_refuses_an_attempt_with_an_error_naming_the_setting(run, monkeypatch):
+    monkeypatch.setattr(sandbox, "isolation_level", lambda: "unisolated")
+    monkeypatch.setattr(sandbox, "unisolated_allowed", lambda: False)
+    with pytest.raises(sandbox.UnisolatedRefused, match="PRACTICUM_ALLOW_UNISOLATED=True"):
+        run("open('ran', 'w').write('yes')")
+
+
+def test_a_refused_attempt_runs_nothing(run, monkeypatch, data_dir):
+    monkeypatch.setattr(sandbox, "isolation_level", lambda: "unisolated")
+    monkeypatch.setattr(sandbox, "unisolated_allowed", lambda: False)
+    with pytest.raises(sandbox.UnisolatedRefused):
+        run("print('hi')")
+    assert not (data_dir / "attempt-0").exists()
+
+
+def test_an_unisolated_sandbox_runs_the_attempt_when_the_operator_opted_in(run, monkeypatch):
+    monkeypatch.setattr(sandbox, "isolation_level", lambda: "unisolated")
+    monkeypatch.setattr(sandbox, "unisolated_allowed", lambda: True)
+    result, _ = run("print('hi')")
+    assert (result.status, result.stdout, result.isolation) == ("ok", "hi\n", "unisolated")
+
+
+def test_the_runs_app_hands_the_operators_setting_to_the_sandbox(settings):
+    from django.apps import apps
+
+    for allowed in (True, False):
+        settings.PRACTICUM_ALLOW_UNISOLATED = allowed
+        apps.get_app_config("runs").ready()
+        assert sandbox.unisolated_allowed() is allowed

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -16,12 +17,31 @@ from webapp.runs.models import Run
 DEFAULTS = RunConfig()
 CONFIG_FIELDS = (
     "policy", "model", "warm_start", "warm_start_demos", "imitate_runs", "seed_baseline", "baseline_program",
-    "attempts", "actors", "batch", "sync", "duration_aware", "instrument", "final_evaluation",
-    "reward_preset", "failure_reward", "credit_per_stage", "reward_mode", "improve_prob", "objective", "lr",
-    "entropy_coef", "kl_coef", "advantage", "prompt_style", "temperature", "max_new_tokens", "seed",
+    "attempts", "actors", "batch", "sync", "duration_aware", "duration_weighting", "improve_from",
+    "instrument", "instrumenter", "final_evaluation", "reward_preset", "failure_reward", "credit_per_stage",
+    "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef", "advantage", "prompt_style",
+    "temperature", "max_new_tokens", "seed",
 )  # fmt: skip
 """The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
+FIRST_FIELDS = ("competitions", "name", "is_public", "policy", "attempts", "actors", "batch")
+"""The settings a newcomer sets first; the page shows them above everything else."""
+LM_FIELDS = (
+    "model", "warm_start_demos", "imitate_runs", "prompt_style", "temperature", "max_new_tokens", "kl_coef",
+    "instrumenter",
+)  # fmt: skip
+"""Settings that only a language model uses; the page shows them only when the policy is "lm"."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One group of the form's fields; `has_errors` opens a collapsed group so its errors show."""
+
+    fields: list[forms.BoundField]
+
+    @property
+    def has_errors(self) -> bool:
+        return any(field.errors for field in self.fields)
 
 
 class RunStartForm(forms.Form):
@@ -72,7 +92,23 @@ class RunStartForm(forms.Form):
     duration_aware = forms.BooleanField(
         required=False, initial=True, label="Duration-aware updates (Δt weights)"
     )
+    duration_weighting = forms.ChoiceField(
+        required=False, initial=DEFAULTS.duration_weighting, label="Duration weights",
+        choices=[("lineage", "lineage: only where arrivals over-sample fast programs"),
+                 ("paper", "paper: every sample Δt / mean Δt (biased toward slow programs elsewhere)")],
+    )  # fmt: skip
+    improve_from = forms.ChoiceField(
+        required=False, initial=DEFAULTS.improve_from, label="Improve prompts continue",
+        choices=[("pool", "the competition's shared pool of best programs"),
+                 ("slots", "each slot's own latest program (the paper's batch slots)")],
+    )  # fmt: skip
     instrument = forms.BooleanField(required=False, initial=True, label="Instrumentation (partial credit)")
+    instrumenter = forms.ChoiceField(
+        required=False, initial=DEFAULTS.instrumenter, label="Instrumenter",
+        choices=[("ast", "AST rules"), ("lm", "the frozen LM, checked against the AST (LM policy only)")],
+        help_text="Who inserts the progress markers. The LM's version runs only if, without its markers, it "
+        "is the very same program; otherwise the AST rules' does. Each attempt says which ran.",
+    )  # fmt: skip
     final_evaluation = forms.BooleanField(
         required=False, label="Evaluate the final policy (solve, then improve, keep the better)"
     )
@@ -137,6 +173,12 @@ class RunStartForm(forms.Form):
         self.base = base or {}
         self.fields["competitions"].queryset = competitions
         self.fields["warm_start"].choices = [("", "fresh (no warm start)"), *warm_starts]
+
+    def sections(self) -> dict[str, Section]:
+        """The fields grouped as the page shows them: "first", "lm" (LM-only) and "advanced" (the rest)."""
+        advanced = [name for name in self.fields if name not in (*FIRST_FIELDS, *LM_FIELDS)]
+        groups = {"first": FIRST_FIELDS, "lm": LM_FIELDS, "advanced": advanced}
+        return {key: Section([self[name] for name in names]) for key, names in groups.items()}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

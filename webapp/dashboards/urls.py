@@ -9,6 +9,7 @@ urlpatterns = [
     path("runs/", views.run_list, name="run_list"),
     path("runs/new/", views.run_start, name="run_start"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("runs/<int:run_id>/arrival.json", views.run_arrival, name="run_arrival"),
     path("runs/<int:run_id>/clone/", views.run_clone, name="run_clone"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/export/<str:what>.<str:fmt>", views.run_export, name="run_export"),

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
@@ -18,9 +18,10 @@ from django.views.decorators.http import require_POST
 from webapp.competitions import selectors as competition_selectors
 from webapp.competitions.models import Competition
 from webapp.dashboards import apidocs, compare, exports, forms, leaderboard, tokens
-from webapp.runs import selectors, services
+from webapp.runs import arrival, selectors, services
 from webapp.runs.models import Attempt, Run
 from webapp.runs.payloads import attempt_detail
+from webapp.runs.presets import PRESETS
 
 EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
@@ -44,8 +45,15 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "can_control": may_control(request, run),
         "evaluation": selectors.run_evaluation(run=run),
+        "scores_untrustworthy": selectors.run_scores_untrustworthy(run=run),
     }
     return render(request, "dashboards/run.html", context)
+
+
+def run_arrival(request: HttpRequest, run_id: int) -> JsonResponse:
+    """The run's launch share against completion share (webapp.runs.arrival), for its page's chart."""
+    run = visible_run_or_404(request, run_id)
+    return JsonResponse(arrival.run_arrival_shares(run=run))
 
 
 def attempt_page(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
@@ -106,7 +114,16 @@ def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> Http
         else:
             return redirect("dashboards:run", run_id=run.id)
     status = 400 if request.method == "POST" else 200
-    return render(request, "dashboards/run_start.html", {"form": form, "source": source}, status=status)
+    context = {"form": form, "source": source, "sections": form.sections(), "presets": preset_choices()}
+    return render(request, "dashboards/run_start.html", context, status=status)
+
+
+def preset_choices() -> list[dict]:
+    """The start form's preset buttons: key, label, description and the field values each fills in."""
+    return [
+        {"key": key, "label": p.label, "description": p.description, "fields": dict(p.fields)}
+        for key, p in PRESETS.items()
+    ]
 
 
 @require_POST

@@ -49,9 +49,22 @@ class RunConfig:
     sync: bool = False
     """Synchronous baseline (sample B, wait for all B, update) instead of asynchronous."""
     duration_aware: bool = True
-    """Weight each sample's policy-gradient term by Δt / mean(Δt) (the paper's correction)."""
+    """Weight each sample's policy-gradient term by duration weights (`duration_weighting`)."""
+    duration_weighting: Literal["lineage", "paper"] = "lineage"
+    """"lineage": Δt weights only where the run's arrival process over-samples fast programs (asynchronous
+    slots), weights of 1 elsewhere; "paper": every sample's Δt / mean(Δt), the paper's formula, which biases
+    the learner toward slow programs where there is nothing to correct (rl_core.learner explains both)."""
+    improve_from: Literal["pool", "slots"] = "pool"
+    """Where improve prompts' earlier solutions come from: "pool", each competition's shared pool of the best
+    valid programs; "slots", each of the K slots continues its own latest valid program (the paper's)."""
     instrument: bool = True
     """Insert progress markers for partial credit."""
+    instrumenter: Literal["ast", "lm"] = "ast"
+    """Who inserts the markers: "ast", the AST rules; "lm", the paper's way: the frozen base of the run's
+    language model (adapters off) rewrites each program with markers before it is dispatched, and where the
+    program runs its version is kept only if, without the markers, its AST equals the original's (else the
+    rules' markers run; each attempt records which). LM policy only: a grammar run is refused, since it has
+    no language model to instrument with. Needs `instrument`."""
     reward_preset: Literal["normalized", "paper"] = "normalized"
     """Reward preset of DESIGN.md §1."""
     failure_reward: float | None = None
@@ -137,11 +150,27 @@ class RunConfig:
             "objective": ("ppo", "reinforce"),
             "advantage": ("running_mean", "group_mean", "batch_normalized"),
             "prompt_style": ("full", "compact"),
+            "instrumenter": ("ast", "lm"),
+            "duration_weighting": ("lineage", "paper"),
+            "improve_from": ("pool", "slots"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 options = " or ".join(repr(a) for a in allowed)
                 raise ValueError(f"config: {name} must be {options}, not {getattr(self, name)!r}.")
+        self.check_instrumenter()
+
+    def check_instrumenter(self) -> None:
+        """An LM instrumenter needs a language model to instrument with, and markers to insert."""
+        if self.instrumenter != "lm":
+            return
+        if self.policy != "lm":
+            raise ValueError(
+                f"config: instrumenter 'lm' needs policy 'lm' (the frozen base of the run's language model "
+                f"inserts the markers); a {self.policy} run has none: use 'ast'."
+            )
+        if not self.instrument:
+            raise ValueError("config: instrumenter 'lm' inserts markers; it needs instrument on.")
 
     def check_warm_start(self) -> None:
         lm_only = {"warm_start_demos": self.warm_start_demos, "imitate_runs": self.imitate_runs}

@@ -72,6 +72,14 @@ class Attempt(models.Model):
         PARSE_ERROR = "parse_error"
         LOST = "lost"  # its executor died too often; excluded from learning
 
+    class Instrumentation(models.TextChoices):
+        """Who wrote the program that ran (rl_core.instrument.Method)."""
+
+        AST = "ast", "AST rules"
+        LM = "lm", "the frozen LM (its markers passed the AST check)"
+        LM_FALLBACK = "lm-fallback", "AST rules (the LM's markers were refused)"
+        NONE = "none", "none (instrumentation off)"
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
     key = models.CharField(max_length=64, help_text="The loop's attempt id; makes redelivery idempotent.")
     competition = models.ForeignKey(
@@ -87,7 +95,9 @@ class Attempt(models.Model):
     plan = models.TextField(blank=True)
     program = models.TextField(blank=True)
     instrumented_program = models.TextField(blank=True)
-    instrumentation = models.CharField(max_length=8, blank=True)
+    instrumentation = models.CharField(
+        max_length=16, blank=True, choices=Instrumentation.choices, help_text="Who wrote the program as run."
+    )
     stdout_tail = models.TextField(blank=True)
     stderr_tail = models.TextField(blank=True)
     stages = models.JSONField(default=list, blank=True)

@@ -27,6 +27,7 @@ def attempt_summary(attempt: Attempt) -> dict[str, Any]:
         "reward": attempt.reward,
         "duration_s": attempt.duration_s,
         "isolation": attempt.isolation,
+        "instrumentation": attempt.instrumentation,
         "started_at": attempt.started_at.isoformat() if attempt.started_at else None,
         "finished_at": attempt.finished_at.isoformat() if attempt.finished_at else None,
     }
@@ -54,7 +55,6 @@ def attempt_detail(attempt: Attempt) -> dict[str, Any]:
         "response": attempt.response,
         "program": attempt.program,
         "instrumented_program": attempt.instrumented_program,
-        "instrumentation": attempt.instrumentation,
         "stdout_tail": attempt.stdout_tail,
         "stderr_tail": attempt.stderr_tail,
         "grade_error": attempt.grade_error,

@@ -72,6 +72,19 @@ def run_evaluation(*, run: Run) -> dict[str, dict[str, Any]]:
     return results
 
 
+def run_scores_untrustworthy(*, run: Run) -> bool:
+    """Whether some of the run's attempts ran where the sandbox could not hide the answers (isolation
+    ``"unisolated"``), or its next ones would here: the operator opted in with PRACTICUM_ALLOW_UNISOLATED
+    and this machine's sandbox is unisolated. Attempts run by workers elsewhere show once recorded."""
+    from django.conf import settings
+
+    from rl_core.sandbox import isolation_level, scores_trustworthy
+
+    if run.attempts.filter(isolation="unisolated").exists():
+        return True
+    return settings.PRACTICUM_ALLOW_UNISOLATED and not scores_trustworthy(isolation_level())
+
+
 def run_attempts(*, run: Run) -> QuerySet[Attempt]:
     return run.attempts.select_related("competition").order_by("number")
 

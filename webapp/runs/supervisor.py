@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
@@ -121,6 +121,7 @@ def learner_config(config: RunConfig) -> LearnerConfig:
         entropy_coef=config.entropy_coef,
         kl_coef=config.kl_coef,
         duration_aware=config.duration_aware,
+        duration_weighting=config.duration_weighting,
         advantage=config.advantage,
         seed=config.seed,
     )
@@ -133,6 +134,7 @@ def loop_config(config: RunConfig) -> LoopConfig:
         batch=config.batch,
         sync=config.sync,
         improve_prob=config.improve_prob,
+        improve_from=config.improve_from,
         checkpoint_every=config.checkpoint_every,
         seed=config.seed,
     )
@@ -144,6 +146,16 @@ def local_executor(config: RunConfig, competitions: list[Competition], scratch: 
         tasks, capacity=config.actors, scratch_root=scratch, reward=config.reward_config(),
         instrument=config.instrument,
     )  # fmt: skip
+
+
+def instrumenting_executor(config: RunConfig, policy: Policy, executor: Executor) -> Executor:
+    """`executor`, or with ``instrumenter="lm"`` `executor` behind the paper's instrumenter: the policy's
+    frozen base model marks up each program before it is dispatched (rl_core.lm_instrumenting)."""
+    if config.instrumenter != "lm":
+        return executor
+    from rl_core.lm_instrumenting import LMInstrumentingExecutor
+
+    return LMInstrumentingExecutor(executor, cast(Any, policy).generate_frozen)  # an LMPolicy: RunConfig says
 
 
 class PersistingObserver:
@@ -255,6 +267,7 @@ def run_supervise(
     try:
         tasks = [competition_task_info(competition=c) for c in competitions]
         policy = start_policy(run_id, config, tasks, competitions, executor, resuming=resuming)
+        executor = instrumenting_executor(config, policy, executor)
         summary = run_loop(
             policy=policy,
             learner=Learner(policy, learner_config(config)),

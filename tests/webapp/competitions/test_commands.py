@@ -168,7 +168,7 @@ def test_execute_with_an_lm_instrumenter_keeps_the_ast_markers_when_the_lm_chang
     model = save_tiny_llama(tmp_path / "tiny")
     args = ("execute", "tiny-churn", str(tmp_path / "solution.py"), "--instrumenter", "lm", "--model", model)
     report = run_json(*args)
-    assert (report["instrumentation"], report["stages"], report["valid"]) == ("ast", STAGES, True)
+    assert (report["instrumentation"], report["stages"], report["valid"]) == ("lm-fallback", STAGES, True)
 
 
 def test_import_competition_exits_2_for_answers_the_metric_cannot_score(make_bundle):

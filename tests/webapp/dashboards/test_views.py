@@ -77,6 +77,31 @@ def test_the_start_page_preselects_the_competition_it_was_opened_from(as_user, o
     assert response.context["form"].initial["competitions"] == [competition]
 
 
+def test_the_start_page_shows_the_first_settings_then_the_lm_ones_then_the_rest_collapsed(as_user, owner):
+    response = as_user(owner).get(reverse("dashboards:run_start"))
+    sections = response.context["sections"]
+    assert [f.name for f in sections["first"].fields] == [
+        "competitions", "name", "is_public", "policy", "attempts", "actors", "batch"
+    ]  # fmt: skip
+    assert {"temperature", "warm_start_demos", "instrumenter"} <= {f.name for f in sections["lm"].fields}
+    assert {"seed", "duration_aware", "improve_from"} <= {f.name for f in sections["advanced"].fields}
+    page = response.content.decode()
+    assert '<details id="advanced">' in page and 'id="lm-settings"' in page
+
+
+def test_a_form_error_in_an_advanced_setting_opens_the_advanced_section(as_user, owner, competition):
+    response = as_user(owner).post(reverse("dashboards:run_start"), start_form(competition, seed="x"))
+    assert response.status_code == 400 and '<details id="advanced" open>' in response.content.decode()
+
+
+def test_the_start_page_offers_presets_that_fill_in_measured_settings(as_user, owner):
+    presets = {p["key"]: p for p in as_user(owner).get(reverse("dashboards:run_start")).context["presets"]}
+    assert presets["grammar-quick"]["fields"]["policy"] == "grammar"
+    lm = presets["lm-warm-start"]["fields"]
+    assert (lm["policy"], lm["temperature"], lm["warm_start_demos"]) == ("lm", 0.3, 48)
+    assert RunConfig.from_dict(dict(lm)).policy == "lm"  # every preset is a valid configuration
+
+
 def test_the_clone_form_is_prefilled_with_the_source_runs_settings(as_user, owner, other_run):
     response = as_user(owner).get(reverse("dashboards:run_clone", args=[other_run.id]))
     initial = response.context["form"].initial
@@ -208,3 +233,38 @@ def test_the_warm_starts_page_lists_what_each_was_trained_on(as_user, owner, com
     page = as_user(owner).get(reverse("dashboards:warm_starts")).content.decode()
     assert "mine" in page and competition.slug in page and "1.200 → 0.300" in page and "theirs" not in page
     assert "?warm_start=mine" in page
+
+
+def test_the_form_starts_an_lm_run_whose_frozen_base_instruments_its_programs(as_user, owner, competition):
+    data = start_form(competition, policy="lm", instrumenter="lm")
+    as_user(owner).post(reverse("dashboards:run_start"), data)
+    assert Run.objects.get().config["instrumenter"] == "lm"
+
+
+def test_the_form_refuses_an_lm_instrumenter_for_the_grammar_policy_next_to_its_field(
+    as_user, owner, competition
+):
+    data = start_form(competition, instrumenter="lm")
+    response = as_user(owner).post(reverse("dashboards:run_start"), data)
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert "instrumenter 'lm' needs policy 'lm'" in response.context["form"].errors["instrumenter"][0]
+
+
+def test_the_attempt_page_and_api_say_the_lms_markers_were_refused_when_the_rules_ran_instead(
+    as_user, owner, run
+):
+    services.attempt_start(
+        run_id=run.id, key="0-0", competition=run.competitions.get(), policy_version=0,
+        sample_fields={"response": "```python\nprint(1)\n```"},
+    )  # fmt: skip
+    outcome = {
+        "status": "error", "exit_code": 1, "duration_s": 1.0, "stages": ["imports_done"], "valid": False,
+        "score": None, "grade_error": "no file", "reward": -0.9, "isolation": "rlimits", "stdout_tail": "",
+        "stderr_tail": "", "plan": "", "program": "print(1)\n", "instrumented_program": "print(1)\n",
+        "instrumentation": "lm-fallback",
+    }  # fmt: skip
+    attempt = services.attempt_finish(run_id=run.id, key="0-0", result=outcome, staleness=0)
+    response = as_user(owner).get(reverse("dashboards:attempt", args=[run.id, attempt.number]))
+    assert b"Instrumented by: AST rules (the LM&#x27;s markers were refused)" in response.content
+    listed = as_user(owner).get(f"/api/runs/{run.id}/attempts/").json()["results"]
+    assert [a["instrumentation"] for a in listed] == ["lm-fallback"]

@@ -201,3 +201,23 @@ def test_the_warm_starts_endpoint_lists_those_the_user_may_use_without_server_pa
     assert (
         [w["name"] for w in results] == ["mine"] and "path" not in results[0] and "losses" not in results[0]
     )
+
+
+def test_an_lm_run_started_through_the_api_may_have_its_frozen_base_instrument_its_programs(
+    api, owner, competition, django_capture_on_commit_callbacks
+):
+    api.force_authenticate(owner)
+    body = {"competitions": [competition.slug], "config": {"policy": "lm", "instrumenter": "lm"}}
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api.post("/api/runs/", body, format="json")
+    assert response.status_code == 201 and response.json()["config"]["instrumenter"] == "lm"
+
+
+def test_an_lm_instrumenter_for_a_grammar_run_is_refused_through_the_api_naming_the_field(
+    api, owner, competition
+):
+    api.force_authenticate(owner)
+    body = {"competitions": [competition.slug], "config": {"instrumenter": "lm"}}
+    response = api.post("/api/runs/", body, format="json")
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert response.json()["error"].startswith("config: instrumenter 'lm' needs policy 'lm'")

@@ -37,6 +37,11 @@ def test_the_reward_settings_become_rl_cores_reward_config():
         ({"warm_start": "run:abc"}, "config: warm_start must be 'run:' and a run id"),
         ({"policy": "lm", "warm_start": "w", "warm_start_demos": 4}, "leave warm_start empty"),
         ({"colour": "blue"}, "config: unknown field 'colour'."),
+        ({"instrumenter": "regex"}, "config: instrumenter must be 'ast' or 'lm', not 'regex'."),
+        ({"improve_from": "stack"}, "config: improve_from must be 'pool' or 'slots', not 'stack'."),
+        ({"duration_weighting": "x"}, "config: duration_weighting must be 'lineage' or 'paper', not 'x'."),
+        ({"instrumenter": "lm"}, "config: instrumenter 'lm' needs policy 'lm'"),
+        ({"policy": "lm", "instrumenter": "lm", "instrument": False}, "instrumenter 'lm' inserts markers"),
     ],
 )
 def test_a_bad_setting_is_refused_naming_its_field(fields, message):
@@ -61,3 +66,20 @@ def test_without_a_learning_rate_each_policy_gets_its_own():
     assert RunConfig(policy="grammar").learning_rate == 0.05
     assert RunConfig(policy="lm").learning_rate == 1e-4  # LoRA adapters: 0.05 would wreck the model
     assert RunConfig(policy="lm", lr=3e-5).learning_rate == 3e-5
+
+
+def test_the_ast_rules_instrument_by_default_and_an_lm_run_may_choose_its_frozen_base():
+    assert RunConfig().instrumenter == "ast"
+    assert RunConfig.from_dict({"policy": "lm", "instrumenter": "lm"}).instrumenter == "lm"
+
+
+def test_the_slot_and_weighting_settings_reach_the_loop_and_the_learner():
+    from webapp.runs.supervisor import learner_config, loop_config
+
+    config = RunConfig.from_dict({"improve_from": "slots", "duration_weighting": "paper"})
+    assert loop_config(config).improve_from == "slots"
+    assert learner_config(config).duration_weighting == "paper"
+    assert (loop_config(RunConfig()).improve_from, learner_config(RunConfig()).duration_weighting) == (
+        "pool",
+        "lineage",
+    )

@@ -39,6 +39,16 @@ def test_a_short_grammar_run_persists_every_attempt_and_learner_step(iris):
     assert set(summary) >= {"run_id", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s"}
 
 
+def test_a_run_in_slot_mode_with_paper_weights_stores_its_settings_and_finishes(iris):
+    summary = train(
+        "iris-species", "--attempts", "6", "--actors", "2", "--batch", "2",
+        "--improve-from", "slots", "--duration-weighting", "paper",
+    )  # fmt: skip
+    run = Run.objects.get(id=summary["run_id"])
+    assert (run.config["improve_from"], run.config["duration_weighting"]) == ("slots", "paper")
+    assert run.status == Run.Status.FINISHED and summary["attempts"] == 6
+
+
 def test_evaluate_runs_solve_then_improve_with_the_final_policy_and_keeps_the_better(iris):
     summary = train(
         "iris-species", "--attempts", "2", "--actors", "2", "--batch", "2", "--evaluate", "--public"
@@ -100,3 +110,29 @@ def test_a_run_whose_supervisor_died_writing_its_first_checkpoint_starts_from_th
     summary = run_supervise(run_id=run.id)
     run.refresh_from_db()
     assert (run.status, summary.attempts, run.attempts_done) == (Run.Status.FINISHED, 4, 4)
+
+
+def test_train_refuses_an_lm_instrumenter_for_the_grammar_policy_naming_the_option(iris):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--instrumenter: instrumenter 'lm' needs policy 'lm'") as caught:
+        train("iris-species", "--instrumenter", "lm")
+    assert caught.value.returncode == 2 and not Run.objects.exists()
+
+
+def test_an_lm_run_trained_with_the_lm_instrumenter_records_which_instrumenter_each_attempt_ran(
+    iris_tiny_model,
+):
+    summary = train(
+        "iris-species", "--policy", "lm", "--model", iris_tiny_model, "--instrumenter", "lm",
+        "--attempts", "2", "--actors", "2", "--batch", "2", "--max-new-tokens", "16",
+    )  # fmt: skip
+    run = Run.objects.get(id=summary["run_id"])
+    assert run.status == Run.Status.FINISHED and run.config["instrumenter"] == "lm"
+    attempts = list(run.attempts.all())
+    assert len(attempts) == 2
+    # A tiny random LM writes no fenced program (nothing runs: "none"); were there one, its markers would
+    # fail the AST check ("lm-fallback"). Never the plain rules' "ast": the run asked for the LM.
+    assert all(
+        a.instrumentation == ("none" if a.status == "parse_error" else "lm-fallback") for a in attempts
+    )

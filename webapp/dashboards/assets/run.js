@@ -53,6 +53,7 @@
     state.attempts.set(a.id, a);
     state.total = Math.max(state.total, a.number);
     if (!a.finished_at || (before && before.finished_at)) return;
+    scheduleArrival(ARRIVAL_EVERY_MS);
     if (a.status !== "lost") {
       state.stats.finished += 1;
       state.stats.valid += a.valid ? 1 : 0;
@@ -75,6 +76,7 @@
       attempts: new Map(snapshot.attempts.map((a) => [a.id, a])),
       metrics: new Map(snapshot.metrics.map((m) => [m.version, m])) });
     scheduleDraw();
+    scheduleArrival(0);
   }
 
   const plotlyReady = new Promise((resolve) => (window.Plotly ? resolve() : document.addEventListener("DOMContentLoaded", resolve)));
@@ -162,6 +164,55 @@
       steps.push({ ...steps[steps.length - 1], number: last.number, finished_at: last.finished_at });
     }
     return steps;
+  }
+
+  // Launch share against completion share: webapp/runs/arrival.py computes it, this only draws it. Fetched
+  // when a snapshot arrives and, while attempts finish, at most once every ARRIVAL_EVERY_MS.
+  const ARRIVAL_EVERY_MS = 5000;
+  const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  let arrivalTimer = null, arrivalAsked = 0;
+
+  function scheduleArrival(waitMs) {
+    if (arrivalTimer) return;
+    // A failed fetch is left to the next finished attempt (or reconnect) to retry.
+    arrivalTimer = setTimeout(() => { arrivalTimer = null; loadArrival(++arrivalAsked).catch(() => {}); }, waitMs);
+  }
+
+  async function loadArrival(asked) {
+    const response = await fetch(`/runs/${runId}/arrival.json`, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    if (!response.ok) return;
+    const data = await response.json();
+    await plotlyReady;
+    if (asked === arrivalAsked) drawArrival(data);  // else a newer answer is on its way
+  }
+
+  function drawArrival(data) {
+    const mid = data.windows.map((w) => (w.start_s + w.end_s) / 2);
+    const share = (w, key, g) => (Object.keys(w[key]).length ? w[key][g] || 0 : null);  // null: none in the slice
+    const traces = data.groups.flatMap((g, i) => {
+      const color = PALETTE[i % PALETTE.length];
+      return [
+        { x: mid, y: data.windows.map((w) => share(w, "completion_share", g)), mode: "lines+markers", name: g, legendgroup: g, line: { color } },
+        { x: mid, y: data.windows.map((w) => share(w, "launch_share", g)), mode: "lines+markers", name: `${g} launched`, legendgroup: g, showlegend: false, line: { color, dash: "dash" }, marker: { symbol: "circle-open" } },
+      ];
+    });
+    const by = data.grouping === "family" ? "program family" : "Δt bucket";
+    react("chart-arrival", traces, { ...layout(`By ${by}, fastest first: dashed launched, solid finished`, "seconds since the first launch", "share"),
+      yaxis: { title: { text: "share" }, range: [0, 1] } });
+    $("arrival-caption").textContent = `The run's wall-clock time, from its first launch to its newest event, cut into ${data.windows.length} equal slices: per slice, each group's share of the attempts launched in it (dashed) against its share of those that finished in it (solid). ${arrivalInFlight(data)}`;
+    $("arrival-summary").textContent = arrivalSummary(data.summary);
+    window.practicum.arrivalDraws = (window.practicum.arrivalDraws || 0) + 1;
+  }
+
+  const arrivalInFlight = (data) => (data.grouping === "family"
+    ? `Attempts still in flight (${data.in_flight}) count in the launch share by their family.`
+    : `Attempts still in flight (${data.in_flight_left_out}) are left out: their Δt is not known yet.`);
+
+  function arrivalSummary(s) {
+    const reading = s.reading[0].toUpperCase() + s.reading.slice(1);
+    if (s.verdict === "too_few") return `${reading}: ${s.finished} finished attempts, at least ${s.min_finished} needed.`;
+    return `${reading}: total variation distance ${fmt(s.distance, 2)} between launch and completion shares `
+      + `(chance level ≈ ${fmt(s.chance, 2)}), over ${s.windows} slices, ${s.launched} launched and ${s.finished} finished attempts.`;
   }
 
   const rolling = (xs, n) => xs.map((_, i) => { const w = xs.slice(Math.max(0, i - n + 1), i + 1); return w.reduce((s, v) => s + v, 0) / w.length; });

@@ -6,7 +6,8 @@ graded, rewarded) and prints the report of DESIGN.md §7: {"status", "exit_code"
 "valid", "score", "reward", "isolation", "stdout_tail", "stderr_tail"}, plus "instrumentation" (how the
 markers were inserted). `--instrumenter lm` lets a frozen causal LM insert the markers, as the paper did
 (the embedded SmolLM2 unless `--model` names another); its version is kept only when, without the markers,
-it is the same program, else the AST instrumenter's is used (rl_core.instrument.lm_instrument). The scratch
+it is the same program, else the AST instrumenter's is used ("instrumentation": "lm-fallback";
+rl_core.instrument.lm_instrument). The scratch
 directory is kept under PRACTICUM_DATA_DIR/scratch/ for inspection.
 """
 

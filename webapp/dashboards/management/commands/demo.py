@@ -22,11 +22,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from rl_core.sandbox import isolation_level
+from rl_core.sandbox import isolation_level, scores_trustworthy
 from webapp.competitions.models import Competition
 from webapp.runs import services
 from webapp.runs.config import RunConfig
-from webapp.runs.warmstarts import WarmStartRequest
+from webapp.runs.presets import LM_WARM_START
 
 DEMO_USER, DEMO_PASSWORD = "demo", "practicum-demo"
 
@@ -50,6 +50,7 @@ class Command(BaseCommand):
             start_celery_workers()
         say(f"Demo user: {DEMO_USER} / {DEMO_PASSWORD}")
         say(f"Sandbox isolation: {isolation_level()}")  # "rlimits" means bubblewrap does not work here
+        warn_if_unisolated()
         if not no_run:
             run = start_demo_run(user=user, slug=competition, policy=policy, attempts=attempts)
             say(f"Run {run.id} ({policy}) on {competition}: http://{host}:{port}/runs/{run.id}/")
@@ -61,6 +62,24 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def warn_if_unisolated() -> None:
+    """Say loudly when this machine's sandbox cannot hide the answers from the programs it runs."""
+    if scores_trustworthy(isolation_level()):
+        return
+    if settings.PRACTICUM_ALLOW_UNISOLATED:
+        say(
+            "WARNING: SCORES ARE NOT TRUSTWORTHY. bubblewrap does not work here and this process is not "
+            "root: programs run as your own user and can read the hidden answers "
+            "(PRACTICUM_ALLOW_UNISOLATED=True)."
+        )
+    else:
+        say(
+            "WARNING: bubblewrap does not work here and this process is not root, so attempts will be "
+            "refused (their programs could read the hidden answers). Fix the sandbox, run as root, or set "
+            "PRACTICUM_ALLOW_UNISOLATED=True to run them anyway with scores that are not trustworthy."
+        )
+
+
 def demo_user():
     users = get_user_model()
     user = users.objects.filter(username=DEMO_USER).first()
@@ -69,13 +88,10 @@ def demo_user():
     return user
 
 
-LM_DEMO = {
-    "policy": "lm", "prompt_style": "compact", "max_new_tokens": 1024, "temperature": 0.3, "actors": 2,
-    "batch": 8, "sync": True, "lr": 1e-4, "seed_baseline": True,
-}  # fmt: skip
-"""The LM demo's run: what bench/lm_valid_rate.py runs (synchronous B = 8 keeps generation batched on a
-CPU; the improve pool seeded with a baseline program), warm-started on demonstrations first."""
-LM_DEMO_DEMONSTRATIONS = WarmStartRequest.demonstrations
+LM_DEMO = {k: v for k, v in LM_WARM_START.fields.items() if k not in ("attempts", "warm_start_demos")}
+"""The LM demo's run: the start form's "LM from the warm start" preset (webapp.runs.presets), what
+bench/lm_valid_rate.py runs, warm-started on demonstrations first."""
+LM_DEMO_DEMONSTRATIONS = LM_WARM_START.fields["warm_start_demos"]
 """Demonstrations in the LM demo's own warm-start phase (when no stored warm start fits): manage.py
 warmstart's default, about 20 minutes on 2 CPU cores, shown live on the run page."""
 

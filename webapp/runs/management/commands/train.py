@@ -1,5 +1,6 @@
 """`manage.py train SLUG [SLUG ...] [--policy grammar|lm] [--model NAME_OR_PATH] [--attempts N] [--actors K]
-[--batch B] [--sync] [--no-duration-aware] [--no-instrumentation] [--evaluate] [--seed S] [--owner NAME] ...`
+[--batch B] [--sync] [--no-duration-aware] [--no-instrumentation] [--instrumenter ast|lm] [--evaluate]
+[--seed S] [--owner NAME] ...`
 
 Creates a run, drives it in the foreground with a progress bar on stderr, and prints its summary:
 {"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s", "evaluation"}
@@ -13,8 +14,10 @@ checkpoint. Where the policy starts: `--warm-start run:ID` (an earlier run's fin
 stored warm start (`manage.py warmstart`; a name under PRACTICUM_DATA_DIR/adapters or a folder; the model
 defaults to the one it was trained from), or `--warm-start-demos N [--imitate-runs ID ...]` to fine-tune on
 demonstrations first. `--seed-baseline [--baseline-program FILE]` seeds each competition's improve pool with
-a baseline program (default: the simplest grammar program) when it is valid. Every other RunConfig field has
-an option too (`--help`). Exit 2 with one line on stderr for bad input.
+a baseline program (default: the simplest grammar program) when it is valid. `--instrumenter lm` (LM
+policy only) has the frozen base model insert the progress markers, checked against the AST (the rules'
+markers run where its version is refused). Every other RunConfig field has an option too (`--help`).
+Exit 2 with one line on stderr for bad input.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ DEFAULTS = RunConfig()
 CHOICES = {
     "reward_preset": ("normalized", "paper"), "reward_mode": ("score", "percentile"),
     "objective": ("ppo", "reinforce"), "advantage": ("running_mean", "group_mean", "batch_normalized"),
-    "prompt_style": ("compact", "full"),
+    "prompt_style": ("compact", "full"), "instrumenter": ("ast", "lm"),
+    "duration_weighting": ("lineage", "paper"), "improve_from": ("pool", "slots"),
 }  # fmt: skip
 NUMBERS = {
     "attempts": int, "actors": int, "batch": int, "warm_start_demos": int, "max_new_tokens": int,

@@ -1,0 +1,38 @@
+"""Named starting points for a run's settings: what the start form's preset buttons fill in and what the
+demos run. Each preset's values are ones a benchmark measured (its description says which); every field a
+preset leaves out keeps RunConfig's default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from webapp.runs.warmstarts import WarmStartRequest
+
+
+@dataclass(frozen=True)
+class Preset:
+    label: str
+    description: str
+    fields: MappingProxyType[str, Any]
+
+
+GRAMMAR_QUICK = Preset(
+    label="Grammar policy, quick",
+    description="The grammar policy, 64 attempts, K = 2 in flight, an update every B = 8: a few minutes on "
+    "2 CPU cores; the asynchronous loop keeps both sandboxes busy (bench/async_vs_sync.py).",
+    fields=MappingProxyType({"policy": "grammar", "attempts": 64, "actors": 2, "batch": 8, "sync": False}),
+)
+LM_WARM_START = Preset(
+    label="LM from the warm start",
+    description="SmolLM2-135M fine-tuned first on 48 grammar demonstrations (about 20 minutes on 2 CPU "
+    "cores; about half its programs are then valid at temperature 0.3, bench/lm_valid_rate.py), compact "
+    "prompts, synchronous B = 8 so that generation stays batched, the improve pool seeded with a baseline.",
+    fields=MappingProxyType({
+        "policy": "lm", "prompt_style": "compact", "max_new_tokens": 1024, "temperature": 0.3, "actors": 2,
+        "batch": 8, "sync": True, "lr": 1e-4, "seed_baseline": True, "attempts": 64,
+        "warm_start_demos": WarmStartRequest.demonstrations,
+    }),
+)  # fmt: skip
+PRESETS = {"grammar-quick": GRAMMAR_QUICK, "lm-warm-start": LM_WARM_START}
