@@ -25,9 +25,12 @@ One `Learner.update` per batch of B finished attempts:
    ∝ π/Δt and exactly 1 (the plain policy gradient) where they arrive ∝ π. "paper" weights every sample by
    its own Δt / mean(Δt) whatever the arrival process (the paper's formula, kept for ablations): where
    completions arrive ∝ π it is not a correction but a bias toward slow programs (bench/duration_bias.py
-   measures it). What neither corrects: a lineage that switches family part of the time sits between the
-   two cases (lineage weights then correct the part of the over-representation its clock caused), and in
-   any mode a slow result arrives later than a fast one launched with it, a lag no weight can undo.
+   measures it). The slot case needs lineages that persist over the learner's horizon: by the renewal
+   theorem, once a slot's lineage switches family within a few attempts, its completions follow the
+   per-step (synchronous) distribution again and nothing is over-sampled; lineage weights then add noise
+   (bench/duration_bias.py's simulated slots mix within a few attempts, and there the weights measured no
+   better than none). And in any mode a slow result arrives later than a fast one launched with it, a lag
+   no weight can undo.
    An attempt that ran nothing (a response without a program) is given the mean Δt of the batch's attempts
    that ran, so its paper weight is 1 (its Δt of 0 would silence it), and it clocks no continuation.
 3. PPO: `ppo_epochs` passes over shuffled minibatches; per token the ratio ρ = exp(logp_new - logp_old) and

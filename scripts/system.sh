@@ -2,7 +2,8 @@
 # Installs the Debian packages Practicum needs, when they are missing and we run as root.
 #   scripts/system.sh base   what every command needs: venv support for Python, bubblewrap (the sandbox),
 #                            util-linux and procps (prlimit, setpriv, kill: the sandbox's limits and uids)
-#   scripts/system.sh test   base, plus Chromium (browser tests), PostgreSQL and Redis (the test suite)
+#   scripts/system.sh test   base, plus Chromium (browser tests), Node.js (run.js's protocol tests),
+#                            PostgreSQL and Redis (the test suite)
 set -euo pipefail
 
 profile=${1:-test}
@@ -13,6 +14,7 @@ command -v prlimit >/dev/null && command -v setpriv >/dev/null || need+=(util-li
 [ -x /usr/bin/kill ] || [ -x /bin/kill ] || need+=(procps)
 if [ "$profile" = test ]; then
     command -v chromium >/dev/null || need+=(chromium)
+    command -v node >/dev/null || need+=(nodejs)  # the run page's protocol tests run run.js in node
     command -v redis-server >/dev/null || need+=(redis-server)
     command -v pg_ctlcluster >/dev/null || need+=(postgresql)
 fi

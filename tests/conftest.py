@@ -1,8 +1,32 @@
-"""Shared fixtures: an isolated data directory for every test and a named cast of users."""
+"""Shared fixtures: an isolated data directory for every test and a named cast of users. A run that would
+test the web layer against SQLite is refused: the suite's database tests are for PostgreSQL (make test)."""
 
 from __future__ import annotations
 
 import pytest
+
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "client", "django_user_model"})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Stop before running anything when a collected test needs the database and it is SQLite."""
+    from django.conf import settings
+
+    if "sqlite" not in settings.DATABASES["default"]["ENGINE"]:
+        return
+    needing = [item for item in items if needs_database(item)]
+    if needing:
+        pytest.exit(
+            f"{len(needing)} collected tests (e.g. {needing[0].nodeid}) need the database, and DATABASE_URL "
+            "is not PostgreSQL: run `make test`, or set DATABASE_URL=postgresql://... (and REDIS_URL).",
+            returncode=2,
+        )
+
+
+def needs_database(item: pytest.Item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(
+        DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
 
 
 @pytest.fixture(autouse=True)
