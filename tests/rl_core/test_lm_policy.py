@@ -43,6 +43,7 @@ def make_policy(model=None, **overrides) -> LMPolicy:
         "lora_alpha": 8,
         "device": "cpu",
         "sampler": "transformers",
+        "autocast": "off",  # float32, to compare with forwards written out at 1e-4; bf16: test_lm_precision
     }
     return LMPolicy(
         LMPolicyConfig(**(settings | overrides)), model=model or tiny_model(), tokenizer=TOKENIZER
