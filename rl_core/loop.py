@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import random
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,14 @@ class LoopConfig:
     improve_from: Literal["pool", "slots"] = "pool"
     """Where an improve prompt's earlier solution comes from: "pool", the task's shared pool; "slots", the
     slot's own latest valid solution (the paper's batch slots; see the module docstring)."""
+    sample_ahead: int = 1
+    """Prompts per `policy.sample` call. 1: an attempt is sampled when its actor frees up. More (shared
+    pool mode only): when an actor frees up and no sample is queued, this many are drawn in one batch from
+    the newest policy and handed to actors as they free up, so a language model decodes in batches even
+    while actors free one at a time (SmolLM2-135M on 2 CPU cores: 12 tokens/s at batch 1, 43 at batch 8)."""
+    max_staleness: int = 1
+    """A queued sample drawn more than this many policy versions before it would be launched is dropped
+    and drawn again (only with `sample_ahead` > 1; a launched sample's own staleness is never bounded)."""
 
     @property
     def slots(self) -> int:
@@ -152,6 +161,18 @@ def program_code(response: str) -> str:
     return response if code is None else code
 
 
+def sampler_charts(batch: Sequence[Experience]) -> dict[str, float]:
+    """The batch's mean generation-call size and seconds (samples drawn by the loop record both)."""
+    sizes = [e.sample.info["generation_batch"] for e in batch if "generation_batch" in e.sample.info]
+    seconds = [e.sample.info["generation_s"] for e in batch if "generation_s" in e.sample.info]
+    if not sizes:
+        return {}
+    return {
+        "sampler/generation_batch_mean": sum(sizes) / len(sizes),
+        "sampler/generation_s_mean": sum(seconds) / len(seconds),
+    }
+
+
 def ran_something(outcome: Any) -> bool:
     """Whether the attempt ran a program (a response without one, status parse_error, ran nothing)."""
     return getattr(outcome, "status", "ok") != "parse_error"
@@ -213,16 +234,48 @@ class _Run:
         count = min(count, self.open_slots())
         if count <= 0:
             return
-        tasks = [self.tasks[(self.state.submitted + i) % len(self.tasks)] for i in range(count)]
         slots = self.free_slots(count)
-        prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
-        samples = self.policy.sample(prompts, generator=self.generator)
-        for slot, sample in zip(slots, samples, strict=True):
+        for slot, sample in zip(slots, self.next_samples(slots), strict=True):
             job = Job(f"{self.config.seed}-{self.state.submitted}", sample, sample.prompt.task.slug)
             self.state.submitted += 1
             self.state.slot_of[job.attempt_id] = slot
             self.state.parent_s[job.attempt_id] = self.parent_clock(slot, sample.prompt)
             self.dispatch(job)
+
+    def next_samples(self, slots: list[int]) -> list[Sample]:
+        """One sample per slot: drawn now, or (`sample_ahead` > 1, shared pool) taken from the queue of
+        samples drawn ahead, which is first rid of samples staler than `max_staleness` and refilled with a
+        batch of `sample_ahead` (never more than the budget has left) when it runs short."""
+        if self.config.sample_ahead <= 1 or self.config.improve_from == "slots":
+            return self.draw(slots)
+        self.drop_stale()
+        missing = len(slots) - len(self.state.ahead)
+        if missing > 0:
+            left = self.config.attempts - self.state.submitted - len(self.state.ahead)
+            self.state.ahead.extend(self.draw([None] * min(max(self.config.sample_ahead, missing), left)))
+        taken, self.state.ahead = self.state.ahead[: len(slots)], self.state.ahead[len(slots) :]
+        return taken
+
+    def draw(self, slots: Sequence[int | None]) -> list[Sample]:
+        """Sample one prompt per slot from the newest policy in one call (prompts cycle over the tasks),
+        recording in each sample's info the call's size (`generation_batch`) and seconds (`generation_s`)."""
+        tasks = [self.tasks[(self.state.drawn + i) % len(self.tasks)] for i in range(len(slots))]
+        prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
+        started = time.perf_counter()
+        samples = self.policy.sample(prompts, generator=self.generator)
+        elapsed_s = time.perf_counter() - started
+        self.state.drawn += len(samples)
+        for sample in samples:
+            sample.info.update(generation_batch=len(samples), generation_s=elapsed_s)
+        return samples
+
+    def drop_stale(self) -> None:
+        version, bound = self.policy.version, self.config.max_staleness
+        fresh = [s for s in self.state.ahead if version - s.policy_version <= bound]
+        self.state.totals["dropped_stale"] = (
+            self.state.totals.get("dropped_stale", 0.0) + len(self.state.ahead) - len(fresh)
+        )
+        self.state.ahead = fresh
 
     def free_slots(self, count: int) -> list[int]:
         """The `count` lowest slots that no attempt in flight holds. Launches never exceed S minus the
@@ -248,7 +301,7 @@ class _Run:
         self.executor.submit(job)
         self.observer.on_attempt_started(job.attempt_id, job.sample, self.executor.now())
 
-    def prompt_for(self, task: TaskInfo, slot: int) -> Prompt:
+    def prompt_for(self, task: TaskInfo, slot: int | None) -> Prompt:
         coin = self.rng.random()
         if self.config.improve_from == "slots":
             previous = self.state.lineage.get(f"{slot}:{task.slug}")
@@ -346,7 +399,9 @@ class _Run:
             "loop/attempts_finished": float(self.state.finished),
             "loop/in_flight": float(len(self.state.in_flight)),
             "loop/wall_s": self.wall_s(),
-        }
+            "sampler/queue_depth": float(len(self.state.ahead)),
+            "sampler/dropped_stale": self.state.totals.get("dropped_stale", 0.0),
+        } | sampler_charts(batch)
         self.observer.on_update(self.policy.version, metrics)
 
     def wall_s(self) -> float:

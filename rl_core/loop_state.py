@@ -9,7 +9,7 @@ from typing import Any
 
 from rl_core import checkpoint as ckpt
 from rl_core.executors import Job
-from rl_core.policy import Experience, PreviousSolution, TaskInfo
+from rl_core.policy import Experience, PreviousSolution, Sample, TaskInfo
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class LoopState:
     """Everything about a run that a checkpoint must restore (besides policy, learner and RNGs)."""
 
     submitted: int = 0
+    drawn: int = 0  # prompts drawn so far (prompts cycle over the tasks by this count)
     finished: int = 0
     updates: int = 0
     checkpointed_at: int = 0  # the update count of the newest checkpoint
@@ -42,10 +43,13 @@ class LoopState:
         default_factory=dict
     )  # slot -> its last Δt (None: ran nothing)
     lineage: dict[str, PreviousSolution] = field(default_factory=dict)  # f"{slot}:{slug}" -> latest valid
+    ahead: list[Sample] = field(
+        default_factory=list
+    )  # drawn ahead, not launched yet (LoopConfig.sample_ahead)
 
 
 def state_to_dict(state: LoopState) -> dict[str, Any]:
-    structured = ("buffer", "in_flight", "pool", "best", "lineage")
+    structured = ("buffer", "in_flight", "pool", "best", "lineage", "ahead")
     plain = {k: v for k, v in asdict(state).items() if k not in structured}
     return plain | {
         "buffer": [ckpt.experience_to_dict(e) for e in state.buffer],
@@ -56,6 +60,7 @@ def state_to_dict(state: LoopState) -> dict[str, Any]:
         "pool": {slug: [ckpt.previous_to_dict(p) for p in entries] for slug, entries in state.pool.items()},
         "best": {slug: asdict(best) for slug, best in state.best.items()},
         "lineage": {key: ckpt.previous_to_dict(p) for key, p in state.lineage.items()},
+        "ahead": [ckpt.sample_to_dict(sample) for sample in state.ahead],
     }
 
 
@@ -63,6 +68,7 @@ def state_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> L
     jobs = [Job(aid, ckpt.sample_from_dict(sample, tasks), slug) for aid, sample, slug in data["in_flight"]]
     return LoopState(
         submitted=int(data["submitted"]),
+        drawn=int(data.get("drawn", data["submitted"])),  # before sampling ahead, every draw was launched
         finished=int(data["finished"]),
         updates=int(data["updates"]),
         checkpointed_at=int(data["checkpointed_at"]),
@@ -77,6 +83,7 @@ def state_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> L
         parent_s={str(k): _optional_float(v) for k, v in data.get("parent_s", {}).items()},
         slot_clock={int(k): _optional_float(v) for k, v in data.get("slot_clock", {}).items()},
         lineage={k: ckpt.previous_from_dict(p) for k, p in data.get("lineage", {}).items()},
+        ahead=[ckpt.sample_from_dict(sample, tasks) for sample in data.get("ahead", [])],
     )
 
 

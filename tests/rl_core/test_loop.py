@@ -176,7 +176,7 @@ def test_the_summary_reports_the_best_valid_score_and_utilisation():
     assert 0.5 < summary.utilization <= 1.0
 
 
-def resumable_config(sync: bool = False, improve_from: str = "pool") -> LoopConfig:
+def resumable_config(sync: bool = False, improve_from: str = "pool", sample_ahead: int = 1) -> LoopConfig:
     return LoopConfig(
         attempts=160,
         actors=6,
@@ -185,6 +185,7 @@ def resumable_config(sync: bool = False, improve_from: str = "pool") -> LoopConf
         seed=2,
         sync=sync,
         improve_from=improve_from,  # type: ignore[arg-type]
+        sample_ahead=sample_ahead,
     )
 
 
@@ -210,7 +211,14 @@ class CrashAt:
 
 
 def run_resumable(
-    tmp_path, *, observer=None, resume=None, executor_cls=SimulatedExecutor, sync=False, improve_from="pool"
+    tmp_path,
+    *,
+    observer=None,
+    resume=None,
+    executor_cls=SimulatedExecutor,
+    sync=False,
+    improve_from="pool",
+    sample_ahead=1,
 ):
     policy, learner, executor = setup(["fast", "medium", "crash"], seed=1, executor_cls=executor_cls)
     summary = run_loop(
@@ -218,7 +226,7 @@ def run_resumable(
         learner=learner,
         executor=executor,
         tasks=[make_task()],
-        config=resumable_config(sync, improve_from),
+        config=resumable_config(sync, improve_from, sample_ahead),
         observer=observer,
         checkpoints=tmp_path,
         resume=resume,
@@ -226,10 +234,14 @@ def run_resumable(
     return summary, policy, executor
 
 
-@pytest.mark.parametrize("improve_from", ["pool", "slots"])
+@pytest.mark.parametrize(
+    ("improve_from", "sample_ahead"), [("pool", 1), ("slots", 1), ("pool", 5)], ids=["pool", "slots", "ahead"]
+)
 @pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
-def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(tmp_path, sync, improve_from):
-    modes = {"sync": sync, "improve_from": improve_from}
+def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(
+    tmp_path, sync, improve_from, sample_ahead
+):
+    modes = {"sync": sync, "improve_from": improve_from, "sample_ahead": sample_ahead}
     straight, straight_policy, _ = run_resumable(tmp_path / "straight", **modes)
     with pytest.raises(Crash):
         run_resumable(tmp_path / "crashed", observer=CrashAt(version=8), **modes)

@@ -20,7 +20,7 @@ CONFIG_FIELDS = (
     "attempts", "actors", "batch", "sync", "duration_aware", "duration_weighting", "improve_from",
     "instrument", "instrumenter", "final_evaluation", "reward_preset", "failure_reward", "credit_per_stage",
     "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef", "advantage", "prompt_style",
-    "temperature", "max_new_tokens", "seed",
+    "temperature", "max_new_tokens", "seed", "sample_ahead", "max_staleness",
 )  # fmt: skip
 """The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
@@ -28,7 +28,7 @@ FIRST_FIELDS = ("competitions", "name", "is_public", "policy", "attempts", "acto
 """The settings a newcomer sets first; the page shows them above everything else."""
 LM_FIELDS = (
     "model", "warm_start_demos", "imitate_runs", "prompt_style", "temperature", "max_new_tokens", "kl_coef",
-    "instrumenter",
+    "instrumenter", "sample_ahead", "max_staleness",
 )  # fmt: skip
 """Settings that only a language model uses; the page shows them only when the policy is "lm"."""
 
@@ -161,6 +161,15 @@ class RunStartForm(forms.Form):
         help_text="LM: response cap.",
     )
     seed = forms.IntegerField(initial=DEFAULTS.seed, min_value=0)
+    sample_ahead = forms.IntegerField(
+        required=False, min_value=1, max_value=4096, label="Programs drawn per generation call",
+        help_text="Blank: 8 for a language model (it decodes several times faster in batches), 1 for the "
+        "grammar policy. Drawn from the newest policy and handed to actors as they free up.",
+    )  # fmt: skip
+    max_staleness = forms.IntegerField(
+        required=False, initial=DEFAULTS.max_staleness, min_value=0, label="Staleness bound (versions)",
+        help_text="A program drawn ahead more than this many updates before its launch is drawn again.",
+    )  # fmt: skip
 
     def __init__(
         self, *args: Any, competitions, warm_starts: Sequence[tuple[str, str]] = (),

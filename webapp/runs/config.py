@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 DEFAULT_LR = {"grammar": 0.05, "lm": 1e-4}
 """`RunConfig.learning_rate` when `lr` is not set, by policy."""
+LM_GENERATION_BATCH = 8
+"""Programs a language model draws per generation call by default: rl_core's LMPolicyConfig.generation_batch
+(not imported here: the web process never imports torch; a test keeps the two equal)."""
 RUN_PREFIX = "run:"
 """`RunConfig.warm_start` = f"{RUN_PREFIX}{id}": start from that run's final policy."""
 
@@ -54,6 +57,12 @@ class RunConfig:
     """"lineage": Δt weights only where the run's arrival process over-samples fast programs (asynchronous
     slots), weights of 1 elsewhere; "paper": every sample's Δt / mean(Δt), the paper's formula, which biases
     the learner toward slow programs where there is nothing to correct (rl_core.learner explains both)."""
+    sample_ahead: int | None = None
+    """Programs drawn per generation call, handed to actors as they free up (shared pool only; rl_core.loop):
+    None is 1 for the grammar policy and 8 (LMPolicyConfig.generation_batch) for a language model, which
+    decodes several times faster in batches."""
+    max_staleness: int = 1
+    """A program drawn ahead more than this many policy versions before its launch is drawn again."""
     improve_from: Literal["pool", "slots"] = "pool"
     """Where improve prompts' earlier solutions come from: "pool", each competition's shared pool of the best
     valid programs; "slots", each of the K slots continues its own latest valid program (the paper's)."""
@@ -107,6 +116,11 @@ class RunConfig:
     """Seeds sampling and prompt choices."""
 
     @property
+    def samples_per_draw(self) -> int:
+        """`sample_ahead`, or the policy's own when it is not set (1 grammar, 8 for a language model)."""
+        return self.sample_ahead or (LM_GENERATION_BATCH if self.policy == "lm" else 1)
+
+    @property
     def learning_rate(self) -> float:
         """`lr`, or the policy's default learning rate when it is not set."""
         return DEFAULT_LR.get(self.policy, DEFAULT_LR["grammar"]) if self.lr is None else self.lr
@@ -129,11 +143,12 @@ class RunConfig:
         positive = {
             "attempts": self.attempts, "actors": self.actors, "batch": self.batch, "lr": self.learning_rate,
             "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+            "sample_ahead": 1 if self.sample_ahead is None else self.sample_ahead,
         }  # fmt: skip
         for name, value in positive.items():
             if not value > 0:
                 raise ValueError(f"config: {name} must be positive, not {value!r}.")
-        for name in ("warm_start_demos", "kl_coef", "credit_per_stage", "entropy_coef"):
+        for name in ("warm_start_demos", "kl_coef", "credit_per_stage", "entropy_coef", "max_staleness"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"config: {name} must be 0 or more, not {getattr(self, name)!r}.")
         if not 0 <= self.improve_prob <= 1:

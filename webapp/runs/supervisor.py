@@ -135,6 +135,8 @@ def loop_config(config: RunConfig) -> LoopConfig:
         sync=config.sync,
         improve_prob=config.improve_prob,
         improve_from=config.improve_from,
+        sample_ahead=config.samples_per_draw,
+        max_staleness=config.max_staleness,
         checkpoint_every=config.checkpoint_every,
         seed=config.seed,
     )

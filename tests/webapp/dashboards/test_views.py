@@ -268,3 +268,8 @@ def test_the_attempt_page_and_api_say_the_lms_markers_were_refused_when_the_rule
     assert b"Instrumented by: AST rules (the LM&#x27;s markers were refused)" in response.content
     listed = as_user(owner).get(f"/api/runs/{run.id}/attempts/").json()["results"]
     assert [a["instrumentation"] for a in listed] == ["lm-fallback"]
+
+
+def test_the_run_page_has_the_sampler_charts_beside_the_learners(as_user, owner, public_run):
+    page = as_user(owner).get(reverse("dashboards:run", args=[public_run.id])).content.decode()
+    assert 'id="chart-sampler"' in page and 'id="chart-generation"' in page

@@ -38,6 +38,8 @@ def test_the_reward_settings_become_rl_cores_reward_config():
         ({"policy": "lm", "warm_start": "w", "warm_start_demos": 4}, "leave warm_start empty"),
         ({"colour": "blue"}, "config: unknown field 'colour'."),
         ({"instrumenter": "regex"}, "config: instrumenter must be 'ast' or 'lm', not 'regex'."),
+        ({"sample_ahead": 0}, "config: sample_ahead must be positive"),
+        ({"max_staleness": -1}, "config: max_staleness must be 0 or more"),
         ({"improve_from": "stack"}, "config: improve_from must be 'pool' or 'slots', not 'stack'."),
         ({"duration_weighting": "x"}, "config: duration_weighting must be 'lineage' or 'paper', not 'x'."),
         ({"instrumenter": "lm"}, "config: instrumenter 'lm' needs policy 'lm'"),
@@ -83,3 +85,14 @@ def test_the_slot_and_weighting_settings_reach_the_loop_and_the_learner():
         "pool",
         "lineage",
     )
+
+
+def test_an_lm_draws_programs_in_batches_by_default_and_the_grammar_policy_one_at_a_time():
+    from rl_core.policies.lm import LMPolicyConfig
+    from webapp.runs.config import LM_GENERATION_BATCH
+    from webapp.runs.supervisor import loop_config
+
+    assert LMPolicyConfig.generation_batch == LM_GENERATION_BATCH
+    assert loop_config(RunConfig(policy="lm")).sample_ahead == LM_GENERATION_BATCH
+    assert loop_config(RunConfig()).sample_ahead == 1
+    assert loop_config(RunConfig(sample_ahead=3, max_staleness=0)).max_staleness == 0

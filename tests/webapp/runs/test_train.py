@@ -35,6 +35,8 @@ def test_a_short_grammar_run_persists_every_attempt_and_learner_step(iris):
     )
     assert all(a.isolation in ("bwrap", "rlimits") and a.duration_s > 0 for a in attempts)
     assert run.learner_steps.count() == 2 and run.policy_version == 2
+    sampler = run.learner_steps.first().metrics  # the run page's sampler charts read these
+    assert sampler["sampler/generation_batch_mean"] >= 1 and "sampler/queue_depth" in sampler
     assert summary["best_attempt_id"] == run.best_attempt_id and summary["best_score"] == run.best_score
     assert set(summary) >= {"run_id", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s"}
 

@@ -130,6 +130,10 @@
       layout("Staleness", "policy version", "versions"));
     react("chart-weights", [byVersion(steps, "charts/duration_weight_max")], layout("Duration weights (max Δt/mean Δt)", "policy version", "weight"));
     if ($("chart-tokens")) react("chart-tokens", [byVersion(steps, "charts/tokens_per_s")], layout("Generation speed", "policy version", "tokens / s"));
+    react("chart-sampler", ["sampler/generation_batch_mean", "sampler/queue_depth"].map((k) => byVersion(steps, k)),
+      layout("Sampler: programs per generation call, queued", "policy version", "programs"));
+    react("chart-generation", ["sampler/generation_s_mean", "charts/duration_mean_s"].map((k) => byVersion(steps, k)),
+      layout("Generation time beside Δt", "policy version", "seconds"));
     drawWarmStart();
     window.practicum.charts += 1;
     drawStats();

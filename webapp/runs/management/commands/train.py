@@ -44,7 +44,8 @@ CHOICES = {
 NUMBERS = {
     "attempts": int, "actors": int, "batch": int, "warm_start_demos": int, "max_new_tokens": int,
     "checkpoint_every": int, "improve_prob": float, "entropy_coef": float, "kl_coef": float,
-    "temperature": float, "credit_per_stage": float, "failure_reward": float,
+    "temperature": float, "credit_per_stage": float, "failure_reward": float, "sample_ahead": int,
+    "max_staleness": int,
 }  # fmt: skip
 """RunConfig fields given as options of the same name (dashes for underscores), with their types."""
 

@@ -1,0 +1,120 @@
+"""Sampling ahead of the actors (LoopConfig.sample_ahead): batched draws from the newest policy, handed out as
+actors free up, within a staleness bound, each sample keeping the log-probs of the version that drew it."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from rl_core.executors import FamilySpec, Job, SimulatedExecutor
+from rl_core.learner import Learner, LearnerConfig
+from rl_core.loop import LoopConfig, run_loop
+from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+from rl_core.policies.table import TablePolicy
+from rl_core.policy import TaskInfo
+from rl_core.testing import tiny_llama, tiny_tokenizer
+
+TASK = TaskInfo("tiny", "Predict y.", "rmse", False, "id", ("y",), 60.0, ("train.csv",), "id,x,y\n1,2,3")
+ANY_PROGRAM = FamilySpec(median_s=2.0, sigma=0.8, score_mean=0.5)
+
+
+class AnyProgramExecutor(SimulatedExecutor):
+    """The simulator with one family for every program (an LM's samples name none): log-normal durations,
+    so actors free up one at a time."""
+
+    def __init__(self, capacity: int, seed: int = 0) -> None:
+        super().__init__({"any": ANY_PROGRAM}, capacity, seed)
+
+    def outcome_for(self, job: Job):  # type: ignore[no-untyped-def]
+        job.sample.info.setdefault("family", "any")
+        return super().outcome_for(job)
+
+
+class Launches:
+    """An observer: at each launch, the policy version then and the sample launched."""
+
+    def __init__(self, policy) -> None:  # type: ignore[no-untyped-def]
+        self.policy, self.launched = policy, []
+
+    def on_attempt_started(self, attempt_id, sample, started_at):  # type: ignore[no-untyped-def]
+        self.launched.append((self.policy.version, sample))
+
+    def on_attempt_finished(self, *args):  # type: ignore[no-untyped-def]
+        pass
+
+    def on_update(self, version, metrics):  # type: ignore[no-untyped-def]
+        pass
+
+
+def tiny_lm() -> LMPolicy:
+    tokenizer = tiny_tokenizer()
+    config = LMPolicyConfig(max_new_tokens=8, lora_r=4, lora_alpha=8, device="cpu", sampler="transformers",
+                            autocast="off", reference=False)  # fmt: skip
+    return LMPolicy(config, model=tiny_llama(tokenizer, seed=0, hidden=32), tokenizer=tokenizer)
+
+
+def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_at_a_time():
+    policy = tiny_lm()
+    sizes: list[int] = []
+    sample = policy.sample
+    policy.sample = lambda prompts, **kw: (sizes.append(len(prompts)), sample(prompts, **kw))[1]  # type: ignore[method-assign]
+    launches = Launches(policy)
+    config = LoopConfig(attempts=20, actors=2, batch=4, sample_ahead=6, improve_prob=0.0)
+    learner = Learner(policy, LearnerConfig(lr=1e-3, ppo_epochs=1))
+    run_loop(policy=policy, learner=learner, executor=AnyProgramExecutor(capacity=2), tasks=[TASK],
+             config=config, observer=launches)  # fmt: skip
+    assert len(launches.launched) == 20
+    assert max(sizes) == 6 and sum(sizes) >= 20, "draws are batches of sample_ahead, as many as needed"
+    assert len(sizes) < 20 / 2, "far fewer generate calls than attempts: actors did not each draw alone"
+    assert all(s.info["generation_batch"] in sizes for _, s in launches.launched)
+
+
+def test_without_sampling_ahead_each_freed_actor_draws_alone():
+    policy = TablePolicy(["any"])
+    sizes: list[int] = []
+    sample = policy.sample
+    policy.sample = lambda prompts, **kw: (sizes.append(len(prompts)), sample(prompts, **kw))[1]  # type: ignore[method-assign]
+    config = LoopConfig(attempts=30, actors=4, batch=4)
+    run_loop(policy=policy, learner=Learner(policy, LearnerConfig(lr=0.05)), executor=AnyProgramExecutor(4),
+             tasks=[TASK], config=config)  # fmt: skip
+    assert sizes[0] == 4 and set(sizes[1:]) == {1}
+
+
+def table_run(*, max_staleness: int, attempts: int = 200):
+    """A TablePolicy run that draws 16 ahead with 2 actors and an update every 2 results, so the queue
+    outlives several updates; returns the launches and each version's logits as they were when it drew."""
+    policy = TablePolicy(["fast", "slow"])
+    logits_at: dict[int, torch.Tensor] = {}
+    sample = policy.sample
+
+    def recording_sample(prompts, **kw):  # type: ignore[no-untyped-def]
+        logits_at[policy.version] = policy.logits.detach().clone()
+        return sample(prompts, **kw)
+
+    policy.sample = recording_sample  # type: ignore[method-assign]
+    launches = Launches(policy)
+    table = {"fast": FamilySpec(median_s=1.0, sigma=0.5, score_mean=0.4),
+             "slow": FamilySpec(median_s=3.0, sigma=0.5, score_mean=0.9)}  # fmt: skip
+    config = LoopConfig(attempts=attempts, actors=2, batch=2, sample_ahead=16, max_staleness=max_staleness)
+    executor = SimulatedExecutor(table, 2, seed=1)
+    run_loop(policy=policy, learner=Learner(policy, LearnerConfig(lr=0.5)), executor=executor, tasks=[TASK],
+             config=config, observer=launches)  # fmt: skip
+    return launches.launched, logits_at
+
+
+def test_no_actor_is_handed_a_sample_older_than_the_staleness_bound():
+    for bound in (0, 2):
+        launched, _ = table_run(max_staleness=bound)
+        ages = [version - sample.policy_version for version, sample in launched]
+        assert len(launched) == 200 and max(ages) <= bound
+        assert bound == 0 or max(ages) == bound, "the queue outlived updates: the bound was what held"
+
+
+def test_a_sample_keeps_the_log_probs_of_the_version_that_drew_it():
+    launched, logits_at = table_run(max_staleness=3)
+    assert any(version != sample.policy_version for version, sample in launched), "some were stale"
+    for _, sample in launched:
+        logits = logits_at[sample.policy_version]
+        expected = torch.log_softmax(logits, dim=0)[["fast", "slow"].index(sample.info["family"])]
+        assert math.isclose(sample.logprobs[0], float(expected), rel_tol=1e-6)
