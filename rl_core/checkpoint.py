@@ -136,9 +136,10 @@ def experience_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo])
         duration_s=float(data["duration_s"]),
         valid=bool(data["valid"]),
         ran=bool(data.get("ran", True)),  # checkpoints written before these fields lack them
-        parent_duration_s=_optional_float(data.get("parent_duration_s")),
+        parent_duration_s=optional_float(data.get("parent_duration_s")),
     )
 
 
-def _optional_float(value: Any) -> float | None:
+def optional_float(value: Any) -> float | None:
+    """None stays None; anything else becomes a float (stored optional durations)."""
     return None if value is None else float(value)

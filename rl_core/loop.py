@@ -45,6 +45,7 @@ from typing import Any, Literal, Protocol
 import torch
 
 from rl_core import checkpoint as ckpt
+from rl_core import sampling
 from rl_core.baselines import previous_solutions
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import Learner
@@ -161,18 +162,6 @@ def program_code(response: str) -> str:
     return response if code is None else code
 
 
-def sampler_charts(batch: Sequence[Experience]) -> dict[str, float]:
-    """The batch's mean generation-call size and seconds (samples drawn by the loop record both)."""
-    sizes = [e.sample.info["generation_batch"] for e in batch if "generation_batch" in e.sample.info]
-    seconds = [e.sample.info["generation_s"] for e in batch if "generation_s" in e.sample.info]
-    if not sizes:
-        return {}
-    return {
-        "sampler/generation_batch_mean": sum(sizes) / len(sizes),
-        "sampler/generation_s_mean": sum(seconds) / len(seconds),
-    }
-
-
 def ran_something(outcome: Any) -> bool:
     """Whether the attempt ran a program (a response without one, status parse_error, ran nothing)."""
     return getattr(outcome, "status", "ok") != "parse_error"
@@ -248,12 +237,14 @@ class _Run:
         batch of `sample_ahead` (never more than the budget has left) when it runs short."""
         if self.config.sample_ahead <= 1 or self.config.improve_from == "slots":
             return self.draw(slots)
-        self.drop_stale()
-        missing = len(slots) - len(self.state.ahead)
-        if missing > 0:
-            left = self.config.attempts - self.state.submitted - len(self.state.ahead)
-            self.state.ahead.extend(self.draw([None] * min(max(self.config.sample_ahead, missing), left)))
-        taken, self.state.ahead = self.state.ahead[: len(slots)], self.state.ahead[len(slots) :]
+        queue, state = self.state.ahead, self.state
+        fresh = sampling.fresh_samples(
+            queue, version=self.policy.version, max_staleness=self.config.max_staleness
+        )
+        state.totals["dropped_stale"] = state.totals.get("dropped_stale", 0.0) + len(queue) - len(fresh)
+        left = self.config.attempts - state.submitted - len(fresh)
+        taken, state.ahead = sampling.take(fresh, len(slots), batch=self.config.sample_ahead, left=left,
+                                           draw=lambda n: self.draw([None] * n))  # fmt: skip
         return taken
 
     def draw(self, slots: Sequence[int | None]) -> list[Sample]:
@@ -268,14 +259,6 @@ class _Run:
         for sample in samples:
             sample.info.update(generation_batch=len(samples), generation_s=elapsed_s)
         return samples
-
-    def drop_stale(self) -> None:
-        version, bound = self.policy.version, self.config.max_staleness
-        fresh = [s for s in self.state.ahead if version - s.policy_version <= bound]
-        self.state.totals["dropped_stale"] = (
-            self.state.totals.get("dropped_stale", 0.0) + len(self.state.ahead) - len(fresh)
-        )
-        self.state.ahead = fresh
 
     def free_slots(self, count: int) -> list[int]:
         """The `count` lowest slots that no attempt in flight holds. Launches never exceed S minus the
@@ -401,7 +384,7 @@ class _Run:
             "loop/wall_s": self.wall_s(),
             "sampler/queue_depth": float(len(self.state.ahead)),
             "sampler/dropped_stale": self.state.totals.get("dropped_stale", 0.0),
-        } | sampler_charts(batch)
+        } | sampling.sampler_charts(batch)
         self.observer.on_update(self.policy.version, metrics)
 
     def wall_s(self) -> float:

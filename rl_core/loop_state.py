@@ -80,12 +80,8 @@ def state_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> L
         wall_before_s=float(data["wall_before_s"]),
         # checkpoints written before slots existed lack these: every attempt then held no slot
         slot_of={str(k): int(v) for k, v in data.get("slot_of", {}).items()},
-        parent_s={str(k): _optional_float(v) for k, v in data.get("parent_s", {}).items()},
-        slot_clock={int(k): _optional_float(v) for k, v in data.get("slot_clock", {}).items()},
+        parent_s={str(k): ckpt.optional_float(v) for k, v in data.get("parent_s", {}).items()},
+        slot_clock={int(k): ckpt.optional_float(v) for k, v in data.get("slot_clock", {}).items()},
         lineage={k: ckpt.previous_from_dict(p) for k, p in data.get("lineage", {}).items()},
         ahead=[ckpt.sample_from_dict(sample, tasks) for sample in data.get("ahead", [])],
     )
-
-
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
