@@ -165,15 +165,16 @@ def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
     return bundled_tasks(slugs, CACHE_DIR / "competitions")
 
 
-def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0) -> Any:
-    """SmolLM2-135M-Instruct with LoRA adapters (fresh, or loaded from `adapter`), on the CPU."""
+def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:
+    """SmolLM2-135M-Instruct with LoRA adapters (fresh, or loaded from `adapter`), on the CPU; `overrides`
+    are further LMPolicyConfig fields (e.g. autocast="off")."""
     from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 
     config = LMPolicyConfig(
         cache_dir=str(CACHE_DIR / "models"), seed=seed, temperature=settings.temperature,
         max_new_tokens=settings.max_new_tokens, prompt_style=settings.prompt_style,  # type: ignore[arg-type]
         adapter_path=str(adapter) if adapter else None, reference=False, device="cpu",
-        cpu_threads=settings.threads, generation_batch=settings.generation_batch, score_batch=4,
+        cpu_threads=settings.threads, generation_batch=settings.generation_batch, score_batch=4, **overrides,
     )  # fmt: skip
     return LMPolicy(config)
 
@@ -182,7 +183,7 @@ def warm_start(
     tasks: Sequence[BundledTask], settings: LMSettings, *, say=print
 ) -> tuple[Path, dict[str, Any]]:
     """The cached warm start for these tasks and settings (built on first use): (adapter folder, manifest)."""
-    from rl_core.adapters import read_manifest
+    from rl_core.warmstart.folders import read_manifest
 
     key = json.dumps([[t.info.slug for t in tasks], asdict(settings)], sort_keys=True)
     folder = CACHE_DIR / "warmstarts" / hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -193,10 +194,10 @@ def warm_start(
 
 
 def build_warm_start(tasks: Sequence[BundledTask], settings: LMSettings, folder: Path) -> None:
-    from rl_core.baselines import previous_solutions
-    from rl_core.demonstrations import grammar_pool_responses
     from rl_core.executors import LocalExecutor
-    from rl_core.warmstart import WarmStartConfig, describe, save_warm_start, warm_start_policy
+    from rl_core.seed_programs import previous_solutions
+    from rl_core.warmstart.demonstrations import grammar_pool_responses
+    from rl_core.warmstart.fine_tune import WarmStartConfig, describe, save_warm_start, warm_start_policy
 
     infos = [t.info for t in tasks]
     executor = LocalExecutor({t.info.slug: t.files for t in tasks}, 2, CACHE_DIR / "scratch" / folder.name)

@@ -52,6 +52,8 @@ from typing import Any
 
 from _common import ROOT, bench_arguments, machine_info, print_table, target, write_json
 
+from rl_core.outcome import AttemptOutcome
+
 DATABASE_URL = "postgresql://practicum:practicum@127.0.0.1:5432/practicum_bench"
 REDIS_URL = "redis://127.0.0.1:6379/2"
 SLUG = "iris-species"
@@ -313,7 +315,7 @@ def publish_one(run_id: int, competition: Any, label: Label) -> None:
             run_id=run_id, key=key, competition=competition, sample_fields=SAMPLE, policy_version=0
         )
     else:
-        services.attempt_finish(run_id=run_id, key=key, result=RESULT, staleness=0)
+        services.attempt_finish(run_id=run_id, key=key, outcome=AttemptOutcome.from_dict(RESULT), staleness=0)
 
 
 def event_label(message: dict[str, Any]) -> Label:

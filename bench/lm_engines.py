@@ -124,7 +124,7 @@ def main() -> None:
     args = arguments()
     batches = [int(b) for b in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
     new_tokens = args.new_tokens or (96 if args.quick else 192)
-    from rl_core.models import embedded_model_path
+    from rl_core.policies.lm_weights import embedded_model_path
 
     folder = embedded_model_path(CACHE_DIR / "models")
     has_ct2 = importlib.util.find_spec("ctranslate2") is not None

@@ -134,7 +134,7 @@ def practicum_search(
     Returns the search's facts and "submission", the file of the attempt the loop kept as its best (on the
     public half), or None when no attempt was valid; the private half is not read here.
     """
-    from webapp.runs.supervisor import learner_config, loop_config  # Django models: after django.setup()
+    from workers.driver import learner_config, loop_config  # Django models: after django.setup()
 
     run = RunConfig(actors=cores)
     policy = GrammarPolicy()

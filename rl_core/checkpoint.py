@@ -15,7 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
+from rl_core.policy import (
+    Action,
+    ChoiceAction,
+    Experience,
+    PreviousSolution,
+    Prompt,
+    Sample,
+    TaskInfo,
+    TokenAction,
+)
 
 _PREFIX, _SUFFIX = "checkpoint-", ".pt"
 
@@ -75,7 +84,8 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         path = newest
     import torch
 
-    return torch.load(path, weights_only=True)
+    state: dict[str, Any] = torch.load(path, weights_only=True)
+    return state
 
 
 def warm_start(policy: Any, path: Path) -> None:
@@ -102,11 +112,13 @@ def sample_to_dict(sample: Sample) -> dict[str, Any]:
         "logprobs": list(sample.logprobs),
         "policy_version": sample.policy_version,
         "info": dict(sample.info),
+        "action": action_to_dict(sample.action),
     }
 
 
 def sample_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> Sample:
-    """Rebuild a Sample; `tasks` maps each slug to its TaskInfo."""
+    """Rebuild a Sample; `tasks` maps each slug to its TaskInfo. A checkpoint written before samples had
+    an action kept it in the info (`legacy_action`)."""
     previous = None if data["previous"] is None else previous_from_dict(data["previous"])
     prompt = Prompt(task=tasks[data["task"]], kind=data["kind"], previous=previous)
     return Sample(
@@ -115,7 +127,42 @@ def sample_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> 
         logprobs=tuple(float(x) for x in data["logprobs"]),
         policy_version=int(data["policy_version"]),
         info=dict(data["info"]),
+        action=action_from_dict(data["action"]) if "action" in data else legacy_action(data["info"]),
     )
+
+
+def action_to_dict(action: Action | None) -> dict[str, Any] | None:
+    """A sample's action as plain data: {"token_ids": [...]} or {"choices", "drawn", "excluded"}."""
+    if isinstance(action, TokenAction):
+        return {"token_ids": list(action.token_ids)}
+    if isinstance(action, ChoiceAction):
+        return {
+            "choices": dict(action.choices),
+            "drawn": list(action.drawn),
+            "excluded": dict(action.excluded),
+        }
+    return None
+
+
+def action_from_dict(data: Mapping[str, Any] | None) -> Action | None:
+    """The inverse of `action_to_dict`."""
+    if data is None:
+        return None
+    if "token_ids" in data:
+        return TokenAction(tuple(int(token) for token in data["token_ids"]))
+    return ChoiceAction(
+        choices=dict(data["choices"]), drawn=tuple(data["drawn"]), excluded=dict(data["excluded"])
+    )
+
+
+def legacy_action(info: Mapping[str, Any]) -> Action | None:
+    """The action of a sample saved before `Sample.action` existed, from its info: an LM's
+    ``response_ids``, or a grammar policy's ``choices``, ``drawn`` and ``excluded``."""
+    if "response_ids" in info:
+        return action_from_dict({"token_ids": info["response_ids"]})
+    if "drawn" in info and "choices" in info:
+        return action_from_dict({**info, "excluded": info.get("excluded", {})})
+    return None
 
 
 def experience_to_dict(experience: Experience) -> dict[str, Any]:

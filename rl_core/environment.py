@@ -28,6 +28,7 @@ from rl_core.instrument import (
     lm_instrument,
 )
 from rl_core.metrics import get_metric
+from rl_core.outcome import AttemptOutcome
 from rl_core.responses import parse_response
 from rl_core.reward import RewardConfig, compute_reward
 from rl_core.sandbox import ExecutionRequest, ExecutionResult, execute, isolation_level
@@ -58,59 +59,6 @@ class TaskFiles:
     memory_mb: int
     baseline_score: float | None
     leaderboard: tuple[float, ...] | None = None
-
-
-@dataclass(frozen=True)
-class AttemptOutcome:
-    """What one attempt did and earned.
-
-    Attributes:
-        status: ``ok | error | timeout | memory | killed`` (the sandbox's), or ``parse_error`` when the
-            response had no single Python block (nothing ran).
-        exit_code: the program's exit code (see rl_core.sandbox.ExecutionResult), None if none.
-        duration_s: Δt, the program's wall-clock seconds (the limit for a timeout; 0 when nothing ran).
-        stages: the stages credited (rl_core.instrument.credited_stages), canonical order.
-        valid, score, grade_error: the grader's verdict (grade_error also says why nothing was graded).
-        reward: rl_core.reward.compute_reward of the above.
-        isolation: the sandbox's isolation level (for a parse error: the level it would have run under).
-        stdout_tail, stderr_tail: the ends of the program's output (stage markers never travel there).
-        plan: the response's prose plan ("" for run_program).
-        program: the program as written; instrumented_program: as run.
-        instrumentation: who wrote the program as run (rl_core.instrument.Method): ``"ast"`` (the rules),
-            ``"lm"`` (an LM's markers, accepted), ``"lm-fallback"`` (an LM's markers refused or missing: the
-            rules'), or ``"none"`` when markers were not inserted.
-    """
-
-    status: str
-    exit_code: int | None
-    duration_s: float
-    stages: tuple[str, ...]
-    valid: bool
-    score: float | None
-    grade_error: str | None
-    reward: float
-    isolation: str
-    stdout_tail: str
-    stderr_tail: str
-    plan: str
-    program: str
-    instrumented_program: str
-    instrumentation: str
-
-    def to_report(self) -> dict[str, Any]:
-        """The JSON object ``manage.py execute`` prints (DESIGN.md §7)."""
-        return {
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "duration_s": self.duration_s,
-            "stages": list(self.stages),
-            "valid": self.valid,
-            "score": self.score,
-            "reward": self.reward,
-            "isolation": self.isolation,
-            "stdout_tail": self.stdout_tail,
-            "stderr_tail": self.stderr_tail,
-        }
 
 
 def _reward(task: TaskFiles, grade: Grade, stages: int, config: RewardConfig) -> float:
@@ -236,10 +184,5 @@ def _parse_failure(plan: str, error: str, task: TaskFiles, options: dict[str, An
         grade_error=error,
         reward=_reward(task, Grade(False, None, error), 0, config),
         isolation=isolation_level(),
-        stdout_tail="",
-        stderr_tail="",
         plan=plan,
-        program="",
-        instrumented_program="",
-        instrumentation="none",
     )

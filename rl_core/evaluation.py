@@ -4,13 +4,14 @@ the better of the two is its result. Nothing is learned."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import torch
 
 from rl_core.executors import Executor, Job
-from rl_core.loop import NullObserver, Observer, program_code
+from rl_core.loop import program_code
+from rl_core.loop_config import NullObserver, Observer
 from rl_core.metrics import is_better
+from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Policy, PreviousSolution, Prompt, Sample, TaskInfo
 
 EVALUATION = "evaluation"
@@ -21,9 +22,9 @@ EVALUATION = "evaluation"
 class Evaluation:
     """The paper's protocol: solve once, improve once on that solution if it is valid, keep the better."""
 
-    solve: Any
-    improve: Any | None
-    best: Any
+    solve: AttemptOutcome
+    improve: AttemptOutcome | None
+    best: AttemptOutcome
     best_response: str
 
 
@@ -41,14 +42,15 @@ def evaluate(
     solve = _run_one(executor, Job(f"{prefix}-solve", solve_sample, task.slug), observer)
     if not (solve.valid and solve.score is not None):
         return Evaluation(solve, None, solve, solve_sample.response)
-    previous = PreviousSolution(
-        program_code(solve_sample.response), str(getattr(solve, "stdout_tail", "")), solve.score
-    )
+    previous = PreviousSolution(program_code(solve_sample.response), solve.stdout_tail, solve.score)
     improve_prompt = Prompt(task=task, kind="improve", previous=previous)
     improve_sample = _evaluation_sample(policy, improve_prompt, generator)
     improve = _run_one(executor, Job(f"{prefix}-improve", improve_sample, task.slug), observer)
-    improved = improve.valid and improve.score is not None
-    if improved and is_better(improve.score, solve.score, higher_is_better=task.higher_is_better):
+    if (
+        improve.valid
+        and improve.score is not None
+        and is_better(improve.score, solve.score, higher_is_better=task.higher_is_better)
+    ):
         return Evaluation(solve, improve, improve, improve_sample.response)
     return Evaluation(solve, improve, solve, solve_sample.response)
 
@@ -58,7 +60,7 @@ def _evaluation_sample(policy: Policy, prompt: Prompt, generator: torch.Generato
     return replace(sample, info={**sample.info, EVALUATION: True})
 
 
-def _run_one(executor: Executor, job: Job, observer: Observer) -> Any:
+def _run_one(executor: Executor, job: Job, observer: Observer) -> AttemptOutcome:
     observer.on_attempt_started(job.attempt_id, job.sample, executor.now())
     executor.submit(job)
     while True:

@@ -23,11 +23,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rl_core.instrument import STAGES
+from rl_core.outcome import AttemptOutcome, OutcomeStatus
 from rl_core.policy import Sample
 from rl_core.reward import RewardConfig, compute_reward
+
+if TYPE_CHECKING:  # the sandbox is imported only when attempts run
+    from rl_core.environment import TaskFiles
 
 RewardFn = Callable[[bool, float | None, int], float]
 """(valid, score or None, number of stages reached) -> reward."""
@@ -61,10 +65,10 @@ class Job:
 
 @dataclass(frozen=True)
 class Finished:
-    """A finished attempt; `outcome` has at least .reward, .duration_s, .valid, .score, .status."""
+    """A finished attempt and what it did."""
 
     attempt_id: str
-    outcome: Any
+    outcome: AttemptOutcome
 
 
 class Executor(Protocol):
@@ -95,20 +99,6 @@ class Executor(Protocol):
 
 
 @dataclass(frozen=True)
-class SimulatedOutcome:
-    """An attempt's result, with the same field names as rl_core.environment.AttemptOutcome."""
-
-    status: str  # "ok" | "error" | "timeout"
-    duration_s: float
-    stages: tuple[str, ...]
-    valid: bool
-    score: float | None
-    reward: float
-    stdout_tail: str = ""
-    isolation: str = "simulated"
-
-
-@dataclass(frozen=True)
 class FamilySpec:
     """How one action family behaves in the simulation.
 
@@ -132,7 +122,7 @@ class FamilySpec:
 
 def simulate_attempt(
     spec: FamilySpec, rng: random.Random, time_limit_s: float, reward: RewardFn
-) -> SimulatedOutcome:
+) -> AttemptOutcome:
     """Draw one attempt's duration and outcome; an attempt over the limit is killed at it (Δt = limit)."""
     duration_s = rng.lognormvariate(math.log(spec.median_s), spec.sigma)
     crashed = rng.random() < spec.p_crash
@@ -141,11 +131,20 @@ def simulate_attempt(
         return _failure("timeout", time_limit_s, spec.timeout_stages, reward)
     if crashed:
         return _failure("error", duration_s, rng.choice(spec.crash_stages), reward)
-    return SimulatedOutcome("ok", duration_s, STAGES, True, score, reward(True, score, len(STAGES)))
+    return _simulated("ok", duration_s, STAGES, score, reward(True, score, len(STAGES)))
 
 
-def _failure(status: str, duration_s: float, stages: int, reward: RewardFn) -> SimulatedOutcome:
-    return SimulatedOutcome(status, duration_s, STAGES[:stages], False, None, reward(False, None, stages))
+def _failure(status: OutcomeStatus, duration_s: float, stages: int, reward: RewardFn) -> AttemptOutcome:
+    return _simulated(status, duration_s, STAGES[:stages], None, reward(False, None, stages))
+
+
+def _simulated(
+    status: OutcomeStatus, duration_s: float, stages: tuple[str, ...], score: float | None, reward: float
+) -> AttemptOutcome:
+    return AttemptOutcome(
+        status=status, reward=reward, duration_s=duration_s, stages=stages, valid=score is not None,
+        score=score, isolation="simulated",
+    )  # fmt: skip
 
 
 class SimulatedExecutor:
@@ -172,11 +171,11 @@ class SimulatedExecutor:
         self._seq = 0
         self._running: list[tuple[float, int, str]] = []  # heap of (finish time, seq, attempt id)
         self._queued: deque[str] = deque()
-        self._outcomes: dict[str, SimulatedOutcome] = {}
+        self._outcomes: dict[str, AttemptOutcome] = {}
         self._started: dict[str, float] = {}
         self._resumed_starts: dict[str, float] = {}
 
-    def outcome_for(self, job: Job) -> SimulatedOutcome:
+    def outcome_for(self, job: Job) -> AttemptOutcome:
         """The outcome `job` will have; a pure function of (seed, attempt id, family, time limit)."""
         spec = self.table[job.sample.info["family"]]
         limit = job.sample.prompt.task.time_limit_s
@@ -269,13 +268,13 @@ class LocalExecutor:
 
     def __init__(
         self,
-        tasks: Mapping[str, Any],
+        tasks: Mapping[str, TaskFiles],
         capacity: int,
         scratch_root: Path,
         *,
-        reward: Any = None,
+        reward: RewardConfig | None = None,
         instrument: bool = True,
-        runner: Callable[..., Any] | None = None,
+        runner: Callable[..., AttemptOutcome] | None = None,
     ) -> None:
         self.tasks = dict(tasks)
         self.capacity = capacity
@@ -285,7 +284,7 @@ class LocalExecutor:
         )
         self.runner = runner
         self._pool = ThreadPoolExecutor(max_workers=capacity, thread_name_prefix="attempt")
-        self._done: queue.Queue[tuple[str, Any, BaseException | None]] = queue.Queue()
+        self._done: queue.Queue[tuple[str, AttemptOutcome | None, BaseException | None]] = queue.Queue()
         self._futures: dict[str, Future[None]] = {}
         self._cancelled: set[str] = set()
         self._kill: dict[str, threading.Event] = {}  # attempt id -> the event that kills its program
@@ -302,7 +301,7 @@ class LocalExecutor:
             self._kill[job.attempt_id] = kill = threading.Event()
             self._futures[job.attempt_id] = self._pool.submit(self._run, job, task, work_dir, kill)
 
-    def _run(self, job: Job, task: Any, work_dir: Path, kill: threading.Event) -> None:
+    def _run(self, job: Job, task: TaskFiles, work_dir: Path, kill: threading.Event) -> None:
         options = self.options | ({"lm_markup": job.lm_markup} if job.lm_markup is not None else {})
         try:
             outcome = self._runner()(job.sample.response, task, work_dir, cancel=kill, **options)
@@ -311,7 +310,7 @@ class LocalExecutor:
             return
         self._done.put((job.attempt_id, outcome, None))
 
-    def _runner(self) -> Callable[..., Any]:
+    def _runner(self) -> Callable[..., AttemptOutcome]:
         if self.runner is None:
             from rl_core.environment import run_response  # the sandbox is imported only when attempts run
 
@@ -330,14 +329,16 @@ class LocalExecutor:
             arrived.append(self._done.get_nowait())
         return [finished for item in arrived if (finished := self._accept(*item)) is not None]
 
-    def _accept(self, attempt_id: str, outcome: Any, error: BaseException | None) -> Finished | None:
+    def _accept(
+        self, attempt_id: str, outcome: AttemptOutcome | None, error: BaseException | None
+    ) -> Finished | None:
         with self._lock:
             self._futures.pop(attempt_id, None)
             self._kill.pop(attempt_id, None)
             if attempt_id in self._cancelled:
                 self._cancelled.discard(attempt_id)
                 return None
-        if error is not None:
+        if error is not None or outcome is None:
             raise RuntimeError(f"Attempt {attempt_id} could not be run by the sandbox.") from error
         return Finished(attempt_id, outcome)
 

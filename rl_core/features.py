@@ -1,9 +1,10 @@
 """Competition features: what a policy may know about a task from its public files, never the answers.
 
-`task_features` reads the head of ``train.csv`` and ``test.csv`` (at most `MAX_ROWS` rows each) and says
-what kind of task it is and what the columns hold; `feature_vector` encodes that as a fixed-length tensor
-to condition a policy on, so one policy can train across competitions; `data_preview` is the head of both
-files as text, for prompts.
+`task_features` reads the head of ``train.csv`` and ``test.csv`` (at most `MAX_ROWS` rows each), or the
+flattened ``train.json``/``test.json`` records, and says what kind of data (`rl_core.data_kinds`) and task
+it is and what the columns hold; `feature_vector` encodes that as a fixed-length tensor to condition a
+policy on, so one policy can train across competitions; `data_preview` describes every public file as text,
+for prompts (`rl_core.public_files.describe_public_files`).
 
 Task types (from the metric's prediction kind and the targets):
 
@@ -12,7 +13,10 @@ Task types (from the metric's prediction kind and the targets):
   target column, which holds P(label == 1)), or one-hot class-probability columns (several
   ``"probability"`` targets whose training rows are one-hot, or that are absent from ``train.csv``, where
   one label column holds the class instead);
-- ``"multilabel"``: several ``"probability"`` targets, each its own 0/1 column, not one-hot.
+- ``"multilabel"``: several ``"probability"`` targets, each its own 0/1 column, not one-hot;
+- ``"text_span"``: the data kind of that name; each prediction is a span of the text column.
+
+Image competitions have no feature columns: their programs read the images named by ``image_column``.
 
 Column kinds: the feature columns are the columns of both files except the id. Numeric columns have a
 numeric dtype; an object column is *text* when its values are long (on average at least
@@ -31,7 +35,9 @@ from typing import Any
 import pandas as pd
 import torch
 
+from rl_core.data_kinds import data_kind, image_features, read_table, span_features, table_names
 from rl_core.metrics import get_metric
+from rl_core.public_files import describe_public_files
 
 MAX_ROWS = 100_000
 """Rows read from each CSV; larger files are counted, not read."""
@@ -65,12 +71,12 @@ FEATURE_NAMES = (
 
 
 def _read_head(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, nrows=MAX_ROWS, low_memory=False)
+    return read_table(path, MAX_ROWS)
 
 
 def _count_rows(path: Path, head: pd.DataFrame) -> int:
-    """Rows in the CSV at `path`, whose first `MAX_ROWS` rows are `head`."""
-    if len(head) < MAX_ROWS:
+    """Rows in the CSV at `path`, whose first `MAX_ROWS` rows are `head` (all rows of a JSON file)."""
+    if len(head) < MAX_ROWS or path.suffix.lower() != ".csv":
         return len(head)
     first = head.columns[0]
     return sum(len(chunk) for chunk in pd.read_csv(path, usecols=[first], chunksize=MAX_ROWS))
@@ -115,7 +121,7 @@ def _label_column(train: pd.DataFrame, test: pd.DataFrame, id_column: str, targe
             f"train.csv lacks the target columns {targets} and should then hold exactly one label column "
             f"absent from test.csv; found {extra or 'none'}."
         )
-    return extra[0]
+    return str(extra[0])
 
 
 def _match_classes(targets: list[str], labels: list[Any]) -> list[list[Any]]:
@@ -141,7 +147,9 @@ def _labels(column: pd.Series) -> list[Any]:
 Targets = tuple[str, str | None, list[Any], list[list[Any]]]
 
 
-def _targets(train: pd.DataFrame, test: pd.DataFrame, id_column: str, targets: list[str], prediction: str):
+def _targets(
+    train: pd.DataFrame, test: pd.DataFrame, id_column: str, targets: list[str], prediction: str
+) -> Targets:
     """(task type, label column or None, class labels, [[column, class], ...]) of the targets."""
     result: Targets
     if prediction == "value":
@@ -174,51 +182,89 @@ def positive_label(labels: list[Any]) -> Any:
 
 def task_features(
     public_dir: Path, *, id_column: str, target_columns: tuple[str, ...] | list[str], metric: str
-):
-    """Describe a competition from its public ``train.csv`` and ``test.csv``.
+) -> dict[str, Any]:
+    """Describe a competition from its public training and test tables (and images, for an image task).
 
     Args:
-        public_dir: the folder holding ``train.csv`` and ``test.csv``.
+        public_dir: the folder holding ``train.csv`` and ``test.csv`` (or ``train.json`` and ``test.json``).
         id_column, target_columns, metric: as in ``competition.yaml``.
     Returns:
-        A JSON-serialisable dict: ``task_type`` (one of `TASK_TYPES`), ``prediction`` (the metric's kind),
-        ``metric``, ``id_column``, ``target_columns``, ``label_column`` (the training column holding the
-        label of a classification task, None when the targets themselves are the training columns),
-        ``class_labels`` (sorted by text), ``n_classes``, ``class_columns`` ([[submission column, class
-        label], ...] for one-hot probability submissions, else []), ``positive_label`` (for binary tasks),
-        ``n_rows``, ``n_test_rows``, ``n_features``, ``feature_columns``, ``numeric_columns``,
-        ``categorical_columns``, ``text_columns``, ``missing_fraction`` (of feature cells, train and test
-        heads together), ``min_value`` (the metric's lower bound on predictions, or None).
+        A JSON-serialisable dict: ``data_kind`` (one of `rl_core.data_kinds.DATA_KINDS`), ``train_file``
+        and ``test_file`` (names under the public folder), ``task_type`` (one of `TASK_TYPES`, or
+        ``"text_span"``), ``prediction`` (the metric's kind; ``"text"`` for spans), ``metric``,
+        ``id_column``, ``target_columns``, ``label_column`` (the training column holding the label of a
+        classification task, None when the targets themselves are the training columns), ``class_labels``
+        (sorted by text), ``n_classes``, ``class_columns`` ([[submission column, class label], ...] for
+        one-hot probability submissions, else []), ``positive_label`` (for binary tasks), ``n_rows``,
+        ``n_test_rows``, ``n_features``, ``feature_columns``, ``numeric_columns``, ``categorical_columns``,
+        ``text_columns``, ``missing_fraction`` (of feature cells, train and test heads together),
+        ``min_value`` (the metric's lower bound on predictions, or None); for images also
+        `rl_core.data_kinds.image_features`.
     Raises:
-        ValueError: a target that cannot be found in ``train.csv``.
+        ValueError: a target that cannot be found in the training table.
     """
     public_dir = Path(public_dir)
-    train, test = _read_head(public_dir / "train.csv"), _read_head(public_dir / "test.csv")
-    targets, info = list(target_columns), get_metric(metric)
-    task_type, label, labels, class_columns = _targets(train, test, id_column, targets, info.prediction)
-    features = [c for c in test.columns if c in train.columns and c != id_column and c not in targets]
-    both = pd.concat([train[features], test[features]], ignore_index=True)
-    kinds = _column_kinds(both)
-    return {
-        "task_type": task_type,
-        "prediction": info.prediction,
+    kind = data_kind(public_dir, metric=metric, id_column=id_column)
+    train_name, test_name = table_names(public_dir)
+    train, test = _read_head(public_dir / train_name), _read_head(public_dir / test_name)
+    targets = list(target_columns)
+    common = {
+        "data_kind": kind,
+        "train_file": train_name,
+        "test_file": test_name,
         "metric": metric,
         "id_column": id_column,
         "target_columns": targets,
-        "label_column": label,
-        "class_labels": labels,
-        "n_classes": len(labels),
-        "class_columns": class_columns,
-        "positive_label": positive_label(labels) if task_type == "binary" else None,
-        "n_rows": _count_rows(public_dir / "train.csv", train),
-        "n_test_rows": _count_rows(public_dir / "test.csv", test),
-        "n_features": len(features),
-        "feature_columns": features,
-        "numeric_columns": kinds["numeric"],
-        "categorical_columns": kinds["categorical"],
-        "text_columns": kinds["text"],
-        "missing_fraction": float(both.isna().to_numpy().mean()) if features else 0.0,
-        "min_value": info.min_value,
+        "n_rows": _count_rows(public_dir / train_name, train),
+        "n_test_rows": _count_rows(public_dir / test_name, test),
+    }
+    if kind == "text_span":
+        return common | _span_task(train, test, id_column, targets)
+    info = get_metric(metric)
+    task_type, label, labels, class_columns = _targets(train, test, id_column, targets, info.prediction)
+    features = [c for c in test.columns if c in train.columns and c != id_column and c not in targets]
+    if kind == "images":
+        features = []  # an image program reads pixels, not the table's other columns
+    both = pd.concat([train[features], test[features]], ignore_index=True)
+    kinds = _column_kinds(both)
+    extra = image_features(public_dir, train, id_column) if kind == "images" else {}
+    return (
+        common
+        | extra
+        | {
+            "task_type": task_type,
+            "prediction": info.prediction,
+            "label_column": label,
+            "class_labels": labels,
+            "n_classes": len(labels),
+            "class_columns": class_columns,
+            "positive_label": positive_label(labels) if task_type == "binary" else None,
+            "n_features": len(features),
+            "feature_columns": features,
+            "numeric_columns": kinds["numeric"],
+            "categorical_columns": kinds["categorical"],
+            "text_columns": kinds["text"],
+            "missing_fraction": float(both.isna().to_numpy().mean()) if features else 0.0,
+            "min_value": info.min_value,
+        }
+    )
+
+
+def _span_task(train: pd.DataFrame, test: pd.DataFrame, id_column: str, targets: list[str]) -> dict[str, Any]:
+    """The task facts of a text-span competition: one target, the span; no classes."""
+    if len(targets) != 1 or targets[0] not in train.columns:
+        raise ValueError(
+            f"A text-span task needs one target column held by the training table, not {targets}."
+        )
+    return span_features(train, test, id_column, targets[0]) | {
+        "task_type": "text_span",
+        "prediction": "text",
+        "label_column": None,
+        "class_labels": [],
+        "n_classes": 0,
+        "class_columns": [],
+        "positive_label": None,
+        "min_value": None,
     }
 
 
@@ -259,16 +305,28 @@ def feature_vector(features: Mapping[str, Any]) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32)
 
 
-def data_preview(public_dir: Path, n_rows: int = 5) -> str:
-    """The first `n_rows` rows of ``train.csv`` and ``test.csv`` as text (long cells cut at 40 characters).
+def table_preview(public_dir: Path, n_rows: int = 5) -> str:
+    """The first `n_rows` rows of ``train.csv`` and ``test.csv`` (those that exist) as text, long cells cut
+    at 40 characters; text columns whose cells are longer are named below each table.
 
     Returns:
-        Two titled tables, e.g. ``"train.csv (first 5 rows, 3 columns):\\n id  age ..."``.
+        Titled tables, e.g. ``"train.csv (first 5 rows, 3 columns):\\n id  age ..."``.
     """
     parts = []
     for name in ("train.csv", "test.csv"):
         path = Path(public_dir) / name
+        if not path.is_file():
+            continue
         head = pd.read_csv(path, nrows=n_rows, low_memory=False)
         table = head.to_string(index=False, max_colwidth=40, max_cols=30)
-        parts.append(f"{name} (first {len(head)} rows, {head.shape[1]} columns):\n{table}")
+        long = [c for c in head.columns if head[c].astype(str).str.len().max() > 40]
+        note = f"\nText columns (cells cut above at 40 characters): {', '.join(long)}" if long else ""
+        parts.append(f"{name} (first {len(head)} rows, {head.shape[1]} columns):\n{table}{note}")
     return "\n\n".join(parts)
+
+
+def data_preview(public_dir: Path, n_rows: int = 5, budget_chars: int = 2500) -> str:
+    """Every public file for a prompt, within `budget_chars`: the listing with sizes, the head of the CSV
+    tables (`table_preview`), the first JSON records and the images per folder
+    (`rl_core.public_files.describe_public_files`)."""
+    return describe_public_files(public_dir, table_preview(public_dir, n_rows), budget_chars)

@@ -1,10 +1,14 @@
 """Grade a submission CSV against the hidden answers: check it thoroughly, then score it with its metric.
 
-A submission is valid when it is a readable CSV file with the id column and every target column (extra
-columns are ignored), exactly the answers' ids, each once, a value in every target cell, and values of
-the kind the metric needs: numbers for probability and value metrics (finite; probabilities in [0, 1],
-RMSLE values >= 0), and labels for label metrics (numbers when the answers' labels are numbers).
-Row order never matters: rows are aligned on the id.
+A submission is valid when it is a readable CSV file with the id column and every target column (other
+columns are ignored, unless the metric's grader refuses them: `Metric.exact_columns`), exactly the
+answers' ids, each once, a value in every target cell (a text metric takes an empty cell as empty text),
+and values of the kind the metric needs: numbers for probability and value metrics (finite;
+probabilities in [0, 1], RMSLE values >= 0), labels for label metrics (numbers when the answers' labels
+are numbers, whole numbers when they are and the metric needs it: `Metric.integer_labels`), text for
+text metrics. Rows of class probabilities must sum to 1 as the metric's grader requires
+(`Metric.row_sums`), and a score the metric leaves undefined (NaN) makes the submission invalid. These are
+the checks of MLE-bench's graders. Row order never matters: rows are aligned on the id.
 
 How cells are read. Every cell is read as text and stripped of surrounding whitespace. A cell is empty
 when it is blank or spells a missing value the way Python and pandas print one (``nan``, ``NaN``,
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -82,23 +86,30 @@ class Grade:
         valid: whether the submission passed every check and was scored.
         score: the metric's value as a plain float when valid, else None.
         error: one sentence saying what is wrong when invalid, else None.
+        undefined: True when the submission passed every check but the metric left its score undefined
+            (NaN: the correlation of a constant prediction); such a grade is invalid, as in MLE-bench.
     """
 
     valid: bool
     score: float | None
     error: str | None
+    undefined: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def scored(cls, score: float) -> Grade:
         return cls(valid=True, score=float(score), error=None)
 
     @classmethod
-    def invalid(cls, error: str) -> Grade:
-        return cls(valid=False, score=None, error=error)
+    def invalid(cls, error: str, *, undefined: bool = False) -> Grade:
+        return cls(valid=False, score=None, error=error, undefined=undefined)
 
 
 class _Invalid(Exception):
     """A check failed; the message is the sentence a Grade (or, for answers, a ValueError) carries."""
+
+
+class _Undefined(_Invalid):
+    """Every check passed but the metric's score is not a finite number."""
 
 
 # -- reading -----------------------------------------------------------------------------------------------
@@ -151,13 +162,18 @@ def _listed(parts: list[str]) -> str:
 # -- checks shared by answers and submissions ----------------------------------------------------------------
 
 
-def _targets(frame: pd.DataFrame, spec: GradingSpec, who: str) -> pd.DataFrame:
+def _targets(
+    frame: pd.DataFrame, spec: GradingSpec, who: str, *, exact: bool = False, empty_ok: bool = False
+) -> pd.DataFrame:
     """The target cells as text, indexed by canonical id, after checking columns, ids and empty cells.
 
+    Args:
+        exact: refuse columns besides the id and the targets.
+        empty_ok: accept empty target cells (as "").
     Returns:
         (N, C) DataFrame of str, columns = spec.target_columns, index = canonical ids in file order.
     """
-    _check_columns(frame, spec, who)
+    _check_columns(frame, spec, who, exact=exact)
     ids = _canonical_ids(_texts(frame[spec.id_column]))
     if (ids == "").any():
         raise _Invalid(f"The {who} has {int((ids == '').sum())} row(s) with an empty {spec.id_column!r}.")
@@ -169,19 +185,25 @@ def _targets(frame: pd.DataFrame, spec: GradingSpec, who: str) -> pd.DataFrame:
     )
     for column in spec.target_columns:
         empty = targets.index[targets[column] == ""].tolist()
-        if empty:
+        if empty and not empty_ok:
             raise _Invalid(f"Column {column!r} of the {who} is empty for ids {_few(empty)}.")
     return targets
 
 
-def _check_columns(frame: pd.DataFrame, spec: GradingSpec, who: str) -> None:
-    """_Invalid unless the id and target columns are each present exactly once."""
+def _check_columns(frame: pd.DataFrame, spec: GradingSpec, who: str, *, exact: bool) -> None:
+    """_Invalid unless the id and target columns are each present exactly once (and, if exact, alone)."""
     found = [str(c) for c in frame.columns]
-    for column in (spec.id_column, *spec.target_columns):
+    expected = (spec.id_column, *spec.target_columns)
+    for column in expected:
         if column not in frame.columns:
             raise _Invalid(f"The {who} has no column {column!r} (its columns: {_few(found)}).")
         if found.count(column) > 1:
             raise _Invalid(f"The {who} has more than one column named {column!r}.")
+    extra = [c for c in found if c not in expected]
+    if exact and extra:
+        raise _Invalid(
+            f"The {who} must have exactly the columns {_few(list(expected))}, not also {_few(extra)}."
+        )
 
 
 def _numbers(texts: pd.Series, metric: Metric, who: str, what: str) -> np.ndarray:
@@ -195,7 +217,7 @@ def _numbers(texts: pd.Series, metric: Metric, who: str, what: str) -> np.ndarra
         _reject(
             texts, values < metric.min_value, f"{column} must hold values of at least {metric.min_value:g}"
         )
-    return values.to_numpy()
+    return np.asarray(values.to_numpy(), dtype=float)
 
 
 def _reject(texts: pd.Series, bad: pd.Series, problem: str) -> None:
@@ -211,16 +233,49 @@ def _is_numeric(texts: pd.Series) -> bool:
 
 
 def _array(frame: pd.DataFrame, truth: pd.DataFrame, metric: Metric, who: str) -> np.ndarray:
-    """(N, C) array of `frame`'s targets: floats, or str labels where the answers' labels are not numbers.
+    """(N, C) array of `frame`'s targets: floats, or str where the answers' labels are not numbers (or text).
 
     Args:
         frame: (N, C) target texts to convert (the answers themselves, or the aligned submission).
         truth: the answers' target texts, which decide whether labels are numbers or text.
     """
-    if metric.prediction == "label" and not all(_is_numeric(truth[c]) for c in truth.columns):
-        return frame.to_numpy(dtype=object)
+    if metric.prediction == "text" or (
+        metric.prediction == "label" and not all(_is_numeric(truth[c]) for c in truth.columns)
+    ):
+        return np.asarray(frame.to_numpy(dtype=object))
     what = "numeric labels like the answers" if metric.prediction == "label" else "numbers"
-    return np.column_stack([_numbers(frame[c], metric, who, what) for c in frame.columns])
+    values = np.column_stack([_numbers(frame[c], metric, who, what) for c in frame.columns])
+    if metric.integer_labels and _whole(truth):
+        for c, column in enumerate(frame.columns):
+            _reject(frame[column], values[:, c] != np.round(values[:, c]), _must_be_whole(column, who))
+    return values
+
+
+def _whole(truth: pd.DataFrame) -> bool:
+    """Whether every answer label is a whole number (then scikit-learn refuses non-whole predictions)."""
+    values = np.column_stack([pd.to_numeric(truth[c]).astype(float) for c in truth.columns])
+    return bool((values == np.round(values)).all())
+
+
+def _must_be_whole(column: str, who: str) -> str:
+    return (
+        f"Column {column!r} of the {who} must hold whole-number labels like the answers (scikit-learn "
+        "refuses a mix of class labels and continuous values)"
+    )
+
+
+def _check_row_sums(y_pred: np.ndarray, ids: pd.Index, metric: Metric) -> None:
+    """_Invalid unless each (N, C) row of class probabilities sums to 1 as the metric's grader requires."""
+    if metric.row_sums is None or y_pred.shape[1] < 2:
+        return
+    sums = y_pred.sum(axis=1)
+    bad = ~metric.row_sums.check(sums)
+    if bad.any():
+        offenders = [f"{i!r} ({s:.9g})" for i, s in zip(ids[bad], sums[bad], strict=True)]
+        raise _Invalid(
+            f"Each row of probabilities must sum {metric.row_sums.rule}, which the rows of ids "
+            f"{_listed(offenders)} do not."
+        )
 
 
 # -- grading -----------------------------------------------------------------------------------------------
@@ -257,7 +312,7 @@ def _score(metric: Metric, y_true: np.ndarray, y_pred: np.ndarray) -> float:
     except ValueError as error:
         raise ValueError(f"The metric {metric.name!r} cannot score these answers: {error}") from error
     if not math.isfinite(score):
-        raise _Invalid(f"The metric {metric.name!r} is undefined for this submission (it scored {score}).")
+        raise _Undefined(f"The metric {metric.name!r} is undefined for this submission (it scored {score}).")
     return score
 
 
@@ -277,12 +332,19 @@ def grade_frames(submission: pd.DataFrame, answers: pd.DataFrame, spec: GradingS
     metric = get_metric(spec.metric)
     truth, y_true = _answers(answers, spec, metric)
     try:
-        prediction = _targets(submission, spec, "submission")
+        prediction = _targets(
+            submission,
+            spec,
+            "submission",
+            exact=metric.exact_columns,
+            empty_ok=metric.prediction == "text",
+        )
         _check_ids(prediction, truth)
         y_pred = _array(prediction.loc[truth.index], truth, metric, "submission")
+        _check_row_sums(y_pred, truth.index, metric)
         return Grade.scored(_score(metric, y_true, y_pred))
     except _Invalid as error:
-        return Grade.invalid(str(error))
+        return Grade.invalid(str(error), undefined=isinstance(error, _Undefined))
 
 
 def grade_submission(submission_path: Path, answers_path: Path, spec: GradingSpec) -> Grade:

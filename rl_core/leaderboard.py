@@ -15,8 +15,10 @@ N >= 1000           top 10 + 0.2% N     top 5%              top 10%
 
 "Top k" means the score of the k-th best team (k = max(1, floor(fraction * N)) for a percentage); a score
 at least as good as that wins the medal. The median threshold is the median leaderboard score, and
-"above median" is strictly better than it. Unlike MLE-bench, which takes the file's row order as the
-ranking and guesses the direction from it, the scores are ranked here by the metric's known direction.
+"above median" is strictly better than it. A score is rounded to 5 decimals before it is compared with
+the leaderboard, as MLE-bench's ``Grader`` rounds every score it returns (`mlebench_round`); the
+leaderboard's own scores are compared as they are. Unlike MLE-bench, which takes the file's row order as
+the ranking and guesses the direction from it, the scores are ranked here by the metric's known direction.
 
 >>> board = [0.9 - 0.01 * i for i in range(50)]
 >>> thresholds = medal_thresholds(board, higher_is_better=True)
@@ -38,6 +40,18 @@ import numpy as np
 import pandas as pd
 
 MedalTier = Literal["gold", "silver", "bronze", "none"]
+
+SCORE_DECIMALS = 5
+"""MLE-bench's ``Grader.__call__`` returns ``round(score, 5)``; ranking uses that rounded score."""
+
+
+def mlebench_round(score: float) -> float:
+    """A score as MLE-bench's grader reports it, rounded to `SCORE_DECIMALS` decimals (Python's round).
+
+    >>> mlebench_round(0.8765449), mlebench_round(0.123456789)
+    (0.87654, 0.12346)
+    """
+    return round(float(score), SCORE_DECIMALS)
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,8 @@ def _checked(scores: Sequence[float]) -> np.ndarray:
 
 
 def percentile(score: float, scores: Sequence[float], *, higher_is_better: bool) -> float:
-    """The fraction (0..1) of leaderboard entries that `score` beats, each tie counting as half a win.
+    """The fraction (0..1) of leaderboard entries that `score` (rounded to 5 decimals) beats, each tie
+    counting as half a win.
 
     1.0 beats every entry, 0.0 beats none, and a score equal to every entry gets 0.5.
 
@@ -106,6 +121,7 @@ def percentile(score: float, scores: Sequence[float], *, higher_is_better: bool)
     board = _checked(scores)
     if not math.isfinite(score):
         raise ValueError(f"A score must be a finite number, got {score}.")
+    score = mlebench_round(score)
     beaten = board < score if higher_is_better else board > score
     return float((beaten.sum() + 0.5 * (board == score).sum()) / board.size)
 
@@ -146,11 +162,14 @@ def _at_least_as_good(score: float, threshold: float, higher_is_better: bool) ->
 
 
 def medal_tier(score: float, thresholds: MedalThresholds, *, higher_is_better: bool) -> MedalTier:
-    """The best medal `score` wins: at least as good as that medal's threshold; "none" otherwise.
+    """The best medal `score` (rounded to 5 decimals) wins: at least as good as its threshold; else "none".
 
     >>> medal_tier(0.5, MedalThresholds(0.2, 0.4, 0.6, 0.9), higher_is_better=False)
     'bronze'
+    >>> medal_tier(0.899996, MedalThresholds(0.9, 0.8, 0.7, 0.5), higher_is_better=True)
+    'gold'
     """
+    score = mlebench_round(score)
     tiers: tuple[tuple[MedalTier, float], ...] = (
         ("gold", thresholds.gold),
         ("silver", thresholds.silver),
@@ -163,9 +182,11 @@ def medal_tier(score: float, thresholds: MedalThresholds, *, higher_is_better: b
 
 
 def above_median(score: float, thresholds: MedalThresholds, *, higher_is_better: bool) -> bool:
-    """Whether `score` is strictly better than the leaderboard's median score (MLE-bench's "above median").
+    """Whether `score` (rounded to 5 decimals) is strictly better than the leaderboard's median score
+    (MLE-bench's "above median").
 
     >>> above_median(0.7, MedalThresholds(0.9, 0.8, 0.75, 0.7), higher_is_better=True)
     False
     """
+    score = mlebench_round(score)
     return score > thresholds.median if higher_is_better else score < thresholds.median

@@ -19,7 +19,7 @@ task. In the asynchronous slot mode a slot is clocked by its own attempts, so wh
 its continuations arrive ∝ π/Δt (rl_core.learner says when that holds); each experience records the Δt of the
 attempt that freed its slot (`parent_duration_s`) when its prompt continued that slot, which is what
 rl_core.learner's lineage weights need. A new run may seed the pools with known `baselines` (run once each
-before the first attempt, `rl_core.baselines`), so improve prompts exist from the first attempt. Attempt ids
+before the first attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids
 are f"{seed}-{n}", so a resumed run re-dispatches exactly the attempts whose results never arrived. Budgets
 are exact: `attempts` attempts are run; the last `attempts mod B` results are recorded but not learned from.
 With a `wall_budget_s`, no attempt is sampled once the run's wall-clock (on the executor's clock, earlier
@@ -36,120 +36,25 @@ from __future__ import annotations
 
 import functools
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import torch
 
 from rl_core import checkpoint as ckpt
 from rl_core import sampling
-from rl_core.baselines import previous_solutions
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import Learner
+from rl_core.loop_config import LoopConfig, LoopSummary, NullObserver, Observer
 from rl_core.loop_state import BestSolution, LoopState, state_from_dict, state_to_dict
 from rl_core.metrics import is_better
+from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    attempts: int
-    """Total attempts to run (the budget), exactly."""
-    actors: int = 8
-    """K: attempts in flight at once (asynchronous mode)."""
-    batch: int = 32
-    """B: finished attempts per learner update."""
-    sync: bool = False
-    """Synchronous baseline: sample B, wait for all B, update."""
-    improve_prob: float = 0.5
-    """Probability of an improve prompt when the task has an earlier valid solution."""
-    checkpoint_every: int = 10
-    """Updates between checkpoints (when a checkpoint directory is given)."""
-    seed: int = 0
-    """Seeds prompt choices and policy sampling; also prefixes attempt ids."""
-    max_pool: int = 8
-    """Earlier valid solutions kept per task for improve prompts (the best distinct programs by score)."""
-    wall_budget_s: float | None = None
-    """Stop sampling once the run's wall-clock reaches this many seconds (in-flight attempts still finish);
-    None: the attempt budget alone ends the run."""
-    improve_from: Literal["pool", "slots"] = "pool"
-    """Where an improve prompt's earlier solution comes from: "pool", the task's shared pool; "slots", the
-    slot's own latest valid solution (the paper's batch slots; see the module docstring)."""
-    sample_ahead: int = 1
-    """Prompts per `policy.sample` call. 1: an attempt is sampled when its actor frees up. More (shared
-    pool mode only): when an actor frees up and no sample is queued, this many are drawn in one batch from
-    the newest policy and handed to actors as they free up, so a language model decodes in batches even
-    while actors free one at a time (SmolLM2-135M on 2 CPU cores: 12 tokens/s at batch 1, 43 at batch 8)."""
-    max_staleness: int = 1
-    """A queued sample drawn more than this many policy versions before it would be launched is dropped
-    and drawn again (only with `sample_ahead` > 1; a launched sample's own staleness is never bounded)."""
-
-    @property
-    def slots(self) -> int:
-        """S: the slots attempts run in (K asynchronous, B synchronous)."""
-        return self.batch if self.sync else self.actors
-
-
-@dataclass(frozen=True)
-class LoopSummary:
-    """What a run did. `utilization` = busy executor-seconds (sum of Δt) / (capacity x wall_s)."""
-
-    attempts: int
-    updates: int
-    wall_s: float
-    busy_s: float
-    utilization: float
-    valid_rate: float
-    mean_reward: float
-    mean_duration_s: float
-    staleness_mean: float
-    staleness_max: int
-    best_by_task: dict[str, BestSolution]
-    lost: int = 0
-    """Attempts given up on (every execution died with its worker): in `attempts`, not in the means."""
-
-    @property
-    def best_score(self) -> float | None:
-        """The best valid score of a single-task run (None for several tasks or no valid attempt)."""
-        return next(iter(self.best_by_task.values())).score if len(self.best_by_task) == 1 else None
-
-    @property
-    def best_attempt_id(self) -> str | None:
-        return next(iter(self.best_by_task.values())).attempt_id if len(self.best_by_task) == 1 else None
-
-
-class Observer(Protocol):
-    """Hooks through which the web layer persists and publishes a run; times are on the executor's clock.
-
-    on_attempt_started is called again for an attempt re-dispatched after a resume (same attempt id);
-    staleness is the number of updates between sampling and finishing; metrics are the learner's plus
-    loop/attempts_finished, loop/in_flight and loop/wall_s. An exception raised here stops the run.
-    """
-
-    def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None: ...
-
-    def on_attempt_finished(
-        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
-    ) -> None: ...
-
-    def on_update(self, version: int, metrics: dict[str, float]) -> None: ...
-
-
-class NullObserver:
-    def on_attempt_started(self, attempt_id: str, sample: Sample, started_at: float) -> None:
-        pass
-
-    def on_attempt_finished(
-        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
-    ) -> None:
-        pass
-
-    def on_update(self, version: int, metrics: dict[str, float]) -> None:
-        pass
+from rl_core.seed_programs import previous_solutions
 
 
 def program_code(response: str) -> str:
@@ -162,9 +67,9 @@ def program_code(response: str) -> str:
     return response if code is None else code
 
 
-def ran_something(outcome: Any) -> bool:
+def ran_something(outcome: AttemptOutcome) -> bool:
     """Whether the attempt ran a program (a response without one, status parse_error, ran nothing)."""
-    return getattr(outcome, "status", "ok") != "parse_error"
+    return outcome.status != "parse_error"
 
 
 class _Run:
@@ -187,16 +92,37 @@ class _Run:
         self.rng = random.Random(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.clock0 = executor.now()
+        # The background sampler's thread builds prompts under `lock` (the loop's thread changes pools
+        # under it) and samples under `policy_lock` (the learner updates under it).
+        self.lock, self.policy_lock = threading.RLock(), threading.Lock()
+        self.engine: sampling.BackgroundSampler | None = None
 
     def run_async(self) -> None:
-        self.launch(self.config.actors - len(self.state.in_flight))  # after a resume, some are in flight
-        while self.state.in_flight:
-            for finished in self.wait():
-                self.receive(finished)
-                if len(self.state.buffer) >= self.config.batch:
-                    self.update()
-                self.launch(self.config.actors - len(self.state.in_flight))
-            self.checkpoint_if_due()
+        self.engine = self.background_sampler()
+        try:
+            self.launch(self.config.actors - len(self.state.in_flight))  # after a resume, some are in flight
+            while self.state.in_flight:
+                for finished in self.wait():
+                    self.receive(finished)
+                    if len(self.state.buffer) >= self.config.batch:
+                        self.update()
+                    self.launch(self.config.actors - len(self.state.in_flight))
+                self.checkpoint_if_due()
+        finally:
+            if self.engine is not None:
+                self.engine.close()
+
+    def background_sampler(self) -> sampling.BackgroundSampler | None:
+        """The started sampling thread when `sampler` is "background" (`sample_ahead` > 1, shared pool)."""
+        config = self.config
+        if config.sampler != "background" or config.sample_ahead <= 1 or config.improve_from == "slots":
+            return None
+        budget = config.attempts - self.state.submitted
+        engine = sampling.BackgroundSampler(
+            lambda n: self.draw([None] * n), batch=config.sample_ahead, low=config.actors, budget=budget
+        )
+        engine.start()
+        return engine
 
     def run_sync(self) -> None:
         while self.open_slots() > 0 or self.state.in_flight:
@@ -235,6 +161,10 @@ class _Run:
         """One sample per slot: drawn now, or (`sample_ahead` > 1, shared pool) taken from the queue of
         samples drawn ahead, which is first rid of samples staler than `max_staleness` and refilled with a
         batch of `sample_ahead` (never more than the budget has left) when it runs short."""
+        if self.engine is not None:
+            return self.engine.take(
+                len(slots), version=self.policy.version, max_staleness=self.config.max_staleness
+            )
         if self.config.sample_ahead <= 1 or self.config.improve_from == "slots":
             return self.draw(slots)
         queue, state = self.state.ahead, self.state
@@ -250,12 +180,14 @@ class _Run:
     def draw(self, slots: Sequence[int | None]) -> list[Sample]:
         """Sample one prompt per slot from the newest policy in one call (prompts cycle over the tasks),
         recording in each sample's info the call's size (`generation_batch`) and seconds (`generation_s`)."""
-        tasks = [self.tasks[(self.state.drawn + i) % len(self.tasks)] for i in range(len(slots))]
-        prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
-        started = time.perf_counter()
-        samples = self.policy.sample(prompts, generator=self.generator)
-        elapsed_s = time.perf_counter() - started
-        self.state.drawn += len(samples)
+        with self.lock:
+            tasks = [self.tasks[(self.state.drawn + i) % len(self.tasks)] for i in range(len(slots))]
+            prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
+            self.state.drawn += len(prompts)
+        with self.policy_lock:
+            started = time.perf_counter()
+            samples = self.policy.sample(prompts, generator=self.generator)
+            elapsed_s = time.perf_counter() - started
         for sample in samples:
             sample.info.update(generation_batch=len(samples), generation_s=elapsed_s)
         return samples
@@ -318,7 +250,8 @@ class _Run:
             self.state.buffer.append(experience)
             self.count(experience, staleness)
         if outcome.valid and outcome.score is not None:
-            self.remember(job, outcome, slot)
+            with self.lock:
+                self.remember(job, float(outcome.score), outcome.stdout_tail, slot)
         self.observer.on_attempt_finished(
             finished.attempt_id, sample, outcome, self.executor.now(), staleness
         )
@@ -331,23 +264,22 @@ class _Run:
         totals["staleness"] += staleness
         totals["staleness_max"] = max(totals["staleness_max"], staleness)
 
-    def release_slot(self, attempt_id: str, outcome: Any) -> tuple[int | None, float | None]:
+    def release_slot(self, attempt_id: str, outcome: AttemptOutcome) -> tuple[int | None, float | None]:
         """Free the attempt's slot, set the slot's clock to its Δt, and return (slot, its parent Δt)."""
         slot = self.state.slot_of.pop(attempt_id, None)
         if slot is not None:
             self.state.slot_clock[slot] = float(outcome.duration_s) if ran_something(outcome) else None
         return slot, self.state.parent_s.pop(attempt_id, None)
 
-    def remember(self, job: Job, outcome: Any, slot: int | None) -> None:
-        """Add a valid attempt to its task's improve pool and its slot's lineage; track the task's best."""
-        task, score = self.by_slug[job.task_slug], float(outcome.score)
+    def remember(self, job: Job, score: float, stdout_tail: str, slot: int | None) -> None:
+        """Add a valid attempt (its `score` and output) to its task's improve pool and its slot's lineage;
+        track the task's best."""
+        task = self.by_slug[job.task_slug]
         better = functools.partial(is_better, higher_is_better=task.higher_is_better)
         best = self.state.best.get(task.slug)
         if best is None or better(score, best.score):
             self.state.best[task.slug] = BestSolution(job.attempt_id, score, job.sample.response)
-        entry = PreviousSolution(
-            program_code(job.sample.response), str(getattr(outcome, "stdout_tail", "")), score
-        )
+        entry = PreviousSolution(program_code(job.sample.response), stdout_tail, score)
         self.pool_add(task, entry)
         if slot is not None:
             self.state.lineage[f"{slot}:{task.slug}"] = entry
@@ -376,16 +308,31 @@ class _Run:
             self.state.buffer[: self.config.batch],
             self.state.buffer[self.config.batch :],
         )
-        metrics = self.learner.update(batch, current_version=self.policy.version)
+        with self.policy_lock:
+            metrics = self.learner.update(batch, current_version=self.policy.version)
         self.state.updates += 1
-        metrics |= {
-            "loop/attempts_finished": float(self.state.finished),
-            "loop/in_flight": float(len(self.state.in_flight)),
-            "loop/wall_s": self.wall_s(),
+        metrics |= (
+            {
+                "loop/attempts_finished": float(self.state.finished),
+                "loop/in_flight": float(len(self.state.in_flight)),
+                "loop/wall_s": self.wall_s(),
+            }
+            | self.queue_charts()
+            | sampling.sampler_charts(batch)
+        )
+        self.observer.on_update(self.policy.version, metrics)
+
+    def queue_charts(self) -> dict[str, float]:
+        """Samples waiting for an actor, and those dropped as too stale so far."""
+        if self.engine is not None:
+            return {
+                "sampler/queue_depth": float(self.engine.queued()),
+                "sampler/dropped_stale": float(self.engine.dropped),
+            }
+        return {
             "sampler/queue_depth": float(len(self.state.ahead)),
             "sampler/dropped_stale": self.state.totals.get("dropped_stale", 0.0),
-        } | sampling.sampler_charts(batch)
-        self.observer.on_update(self.policy.version, metrics)
+        }
 
     def wall_s(self) -> float:
         return self.state.wall_before_s + self.executor.now() - self.clock0
@@ -407,6 +354,13 @@ class _Run:
             ckpt.save_checkpoint(self.checkpoints, self.state.updates, self.checkpoint_state())
 
     def checkpoint_state(self) -> dict[str, Any]:
+        with (
+            self.lock,
+            self.policy_lock,
+        ):  # the background sampler neither draws prompts nor samples meanwhile
+            return self._checkpoint_state()
+
+    def _checkpoint_state(self) -> dict[str, Any]:
         version, internal, gauss = self.rng.getstate()
         saved = {
             "format": 1,

@@ -8,7 +8,7 @@ GrammarPolicy, a single choice for a TablePolicy. Shapes use B (batch) and T (to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -51,6 +51,34 @@ class Prompt:
 
 
 @dataclass(frozen=True)
+class TokenAction:
+    """An LM's action: the token ids it sampled after the prompt (the response is their decoding, cut at
+    the end of the first closed Python block)."""
+
+    token_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ChoiceAction:
+    """A choice per named head: the grammar policy's heads (rl_core.policies.grammar), or the table
+    policy's one head, ``family``.
+
+    Attributes:
+        choices: head name -> option, for every active head (kept ones included).
+        drawn: the heads drawn from the policy, in order (the "tokens" of `Sample.logprobs`).
+        excluded: head -> the earlier option ruled out when an improve prompt re-drew it.
+    """
+
+    choices: Mapping[str, Any]
+    drawn: tuple[str, ...]
+    excluded: Mapping[str, Any] = field(default_factory=dict)
+
+
+Action = TokenAction | ChoiceAction
+"""What `Policy.score` re-scores, beyond the response text."""
+
+
+@dataclass(frozen=True)
 class Sample:
     """One sampled action.
 
@@ -58,7 +86,10 @@ class Sample:
         response: the full text: plan, then one ```python block.
         logprobs: (T,) old log-probs of each token/choice under the sampling policy (for PPO ratios).
         policy_version: the learner version whose parameters produced it.
-        info: policy-specific facts for dashboards and benchmarks, e.g. {"family": "lightgbm"}.
+        info: facts for dashboards and benchmarks, e.g. {"family": "lightgbm"}; `score` never reads them.
+        action: what `score` needs to re-score the sample (`TokenAction`, `ChoiceAction`); None when the
+            response alone determines it (a demonstration, which an LM tokenizes; a TablePolicy response,
+            whose family tag it reads).
     """
 
     prompt: Prompt
@@ -66,6 +97,7 @@ class Sample:
     logprobs: tuple[float, ...]
     policy_version: int
     info: dict[str, Any] = field(default_factory=dict)
+    action: Action | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Prompts for LMPolicy: the chat messages of a solve or an improve prompt, built from a competition.
 
 Both kinds carry the same task section: the competition's description, the public files under ``./input/``
-with the head of train.csv and test.csv (`TaskInfo.data_preview`), what to predict for which id column, the
+(named, folders of many files counted; then `TaskInfo.data_preview`: every file with its size, the head of
+the CSV tables, the first JSON records, the images per folder), what to predict for which id column, the
 metric and its direction, the time limit, and the one output path ``./submission/submission.csv``. A solve
 prompt asks for a program from scratch; an improve prompt (the paper's second prompt kind) adds an earlier
 valid program, the tail of its output and its score, and asks for a better complete program. Both end
@@ -113,12 +114,36 @@ def task_section(task: TaskInfo, limits: PromptLimits) -> str:
     return "\n\n".join(parts)
 
 
+FILES_NAMED = 12
+"""At most this many public files are named one by one; past that, top-level files are named and each
+folder is counted."""
+
+
+def file_names(files: tuple[str, ...]) -> str:
+    """The public files for a sentence: each by name when there are few, else folders counted.
+
+    >>> file_names(("train.csv", "images/1.png"))
+    './input/train.csv, ./input/images/1.png'
+    >>> file_names(("train.csv", *(f"images/{i}.png" for i in range(20))))
+    './input/train.csv, ./input/images/ (20 files)'
+    """
+    if len(files) <= FILES_NAMED:
+        return ", ".join(f"{INPUT_DIR}{name}" for name in files)
+    folders: dict[str, int] = {}
+    for name in files:
+        if "/" in name:
+            folder = name.split("/", 1)[0]
+            folders[folder] = folders.get(folder, 0) + 1
+    top = [f"{INPUT_DIR}{name}" for name in files if "/" not in name]
+    return ", ".join([*top, *(f"{INPUT_DIR}{folder}/ ({n} files)" for folder, n in folders.items())])
+
+
 def data_section(task: TaskInfo, limits: PromptLimits) -> str:
-    """The public files under ./input/ and the head of the tables."""
-    files = ", ".join(f"{INPUT_DIR}{name}" for name in task.files) or f"the files in {INPUT_DIR}"
+    """The public files under ./input/, then what they hold (`TaskInfo.data_preview`)."""
+    files = file_names(task.files) or f"the files in {INPUT_DIR}"
     text = f"The public data files are {files} (read-only)."
     if task.data_preview.strip():
-        text += "\nTheir first rows:\n" + clip_head(task.data_preview.strip(), limits.preview_chars)
+        text += "\nWhat they hold:\n" + clip_head(task.data_preview.strip(), limits.preview_chars)
     return text
 
 
@@ -127,8 +152,9 @@ def goal_section(task: TaskInfo) -> str:
     targets = ", ".join(f"`{column}`" for column in task.target_columns)
     has_sample = "sample_submission.csv" in task.files
     like = f", in the format of {INPUT_DIR}sample_submission.csv" if has_sample else ""
+    test_file = task.features.get("test_file", "test.csv")
     return (
-        f"Predict {targets} for every row of {INPUT_DIR}test.csv and write {SUBMISSION_PATH} with the "
+        f"Predict {targets} for every row of {INPUT_DIR}{test_file} and write {SUBMISSION_PATH} with the "
         f"columns `{task.id_column}`, {targets}{like}.\n"
         f"The submission is scored with {task.metric} ({direction(task)}).\n"
         f"The program must finish within {seconds(task.time_limit_s)} seconds on a CPU."
@@ -207,16 +233,36 @@ def compact_message(prompt: Prompt, limits: PromptLimits) -> str:
 def compact_task(task: TaskInfo) -> str:
     """The task in a few lines, from `TaskInfo.features` (the description and preview are left out)."""
     f, targets = task.features, ", ".join(task.target_columns)
+    train, test = f.get("train_file", "train.csv"), f.get("test_file", "test.csv")
     lines = [
         f"Task `{task.slug}`: {f.get('task_type', 'prediction')}. Learn from {f.get('n_rows', '?')} rows of "
-        f"{INPUT_DIR}train.csv; predict `{targets}` for the {f.get('n_test_rows', '?')} rows of "
-        f"{INPUT_DIR}test.csv.",
+        f"{INPUT_DIR}{train}; predict `{targets}` for the {f.get('n_test_rows', '?')} rows of "
+        f"{INPUT_DIR}{test}.",
+        kind_line(f),
         "Columns: " + column_summary(task.id_column, f) + ".",
         target_line(task, f),
         f"Write {SUBMISSION_PATH} with the columns {task.id_column}, {submission_columns(task, f)}.",
         f"Metric: {task.metric} ({direction(task)}). Time limit: {seconds(task.time_limit_s)} s on a CPU.",
     ]
     return "\n".join(line for line in lines if line)
+
+
+def kind_line(features: dict[str, Any]) -> str:
+    """What a program must do first for data that are not two CSV tables ("" for tables)."""
+    kind = features.get("data_kind")
+    if kind == "images":
+        size = "x".join(str(n) for n in features.get("image_size", []))
+        return (
+            f"The {features.get('n_images', '?')} images ({size} pixels) are files under {INPUT_DIR}, "
+            "named by "
+            f"the column `{features.get('image_column')}` plus a suffix such as .png; read them with PIL."
+        )
+    if kind == "json":
+        return "The data are JSON records: flatten nested objects into columns (pandas.json_normalize)."
+    if kind == "text_span":
+        text = (features.get("text_columns") or ["text"])[0]
+        return f"Each prediction is a span (a piece) of the row's `{text}`, scored by word overlap."
+    return ""
 
 
 def column_summary(id_column: str, features: dict[str, Any]) -> str:

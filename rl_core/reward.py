@@ -73,6 +73,17 @@ class RewardConfig:
         return DEFAULT_FAILURE[self.preset] if self.failure_reward is None else self.failure_reward
 
 
+def failure_reward(config: RewardConfig, stages_reached: int = 0) -> float:
+    """The reward of an attempt without a valid submission (or that ran nothing): the preset's failure
+    reward plus the credit for the stages it reached. The one definition: `compute_reward` uses it, and so
+    do the workers for attempts they could not run or had to stop.
+
+    >>> failure_reward(RewardConfig()), failure_reward(RewardConfig(preset="paper"), 2)
+    (-1.0, -9.8)
+    """
+    return round(config.failure + config.credit_per_stage * stages_reached, 12)
+
+
 def _clip(value: float) -> float:
     return max(-1.0, min(1.0, value))
 
@@ -154,10 +165,9 @@ def compute_reward(
     """
     if not 0 <= stages_reached <= STAGE_COUNT:
         raise ValueError(f"stages_reached must be between 0 and {STAGE_COUNT}, got {stages_reached}.")
-    credit = config.credit_per_stage * stages_reached
     if not valid or score is None or not math.isfinite(score):
-        return round(config.failure + credit, 12)
-    credit = credit if config.credit_valid else 0.0
+        return failure_reward(config, stages_reached)
+    credit = config.credit_per_stage * stages_reached if config.credit_valid else 0.0
     term = _score_term(
         score,
         config=config,

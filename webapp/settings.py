@@ -9,6 +9,10 @@ embedded defaults: an SQLite file, an in-process broker and channel layer, and `
 | SECRET_KEY         | a development key (DEBUG only)   | Django's signing key                            |
 | DEBUG              | True                             | True or False                                   |
 | ALLOWED_HOSTS      | localhost,127.0.0.1,[::1]        | comma-separated                                 |
+
+Every PRACTICUM_* variable is read here, once, at start-up, through webapp.env's strict readers (README's
+configuration table lists them): a malformed value stops start-up with a message naming the variable, and
+the rest of the code reads `settings.PRACTICUM_...`.
 """
 
 from __future__ import annotations
@@ -97,6 +101,9 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = "cache+memory://"
+# Where a started run's supervisor runs (webapp.runs.dispatch): a Celery task with a broker, else a thread of
+# this process. A dotted path, so the web layer never imports the workers.
+RUN_DISPATCHER = "workers.dispatch.CeleryDispatcher" if REDIS else "workers.dispatch.ThreadDispatcher"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
@@ -114,13 +121,19 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 
-# Uploads: Django streams anything above this to a temp file; bundle limits are enforced separately.
+# Uploads: Django streams any file above FILE_UPLOAD_MAX_MEMORY_SIZE to a temporary file in
+# FILE_UPLOAD_TEMP_DIR, a chunk (64 kB) at a time, so a multi-GB bundle never sits in memory. That folder is
+# on the data filesystem (not /tmp, often a RAM disk) so the import moves the upload into its staging folder
+# by renaming it. DATA_UPLOAD_MAX_MEMORY_SIZE bounds the form's other fields, not the files.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = DATA_DIR / "uploads"
+FILE_UPLOAD_TEMP_DIR.mkdir(exist_ok=True)
 
-# Limits on an uploaded competition bundle (see webapp.competitions.bundles).
-PRACTICUM_BUNDLE_MAX_MB = env_int("PRACTICUM_BUNDLE_MAX_MB", 512, minimum=1)
-PRACTICUM_BUNDLE_MAX_FILES = env_int("PRACTICUM_BUNDLE_MAX_FILES", 200, minimum=1)
+# Limits on a competition bundle, unpacked (see webapp.competitions.bundles): real Kaggle competitions
+# have tens of thousands of files (images, geometry files) and several GB.
+PRACTICUM_BUNDLE_MAX_MB = env_int("PRACTICUM_BUNDLE_MAX_MB", 8192, minimum=1)
+PRACTICUM_BUNDLE_MAX_FILES = env_int("PRACTICUM_BUNDLE_MAX_FILES", 50_000, minimum=1)
 PRACTICUM_ZIP_MAX_RATIO = env_int("PRACTICUM_ZIP_MAX_RATIO", 200, minimum=1)
 # Retention of attempt scratch dirs of runs that are over (webapp.runs.services.scratch_prune).
 PRACTICUM_SCRATCH_KEEP_DAYS = env_int("PRACTICUM_SCRATCH_KEEP_DAYS", 14, minimum=0)
@@ -129,6 +142,19 @@ PRACTICUM_SCRATCH_MAX_GB = env_int("PRACTICUM_SCRATCH_MAX_GB", 50, minimum=1)
 # read the hidden answers: attempts are refused there unless the operator opts in (rl_core.sandbox; the
 # runs app hands this to the sandbox at start-up).
 PRACTICUM_ALLOW_UNISOLATED = env_bool("PRACTICUM_ALLOW_UNISOLATED", False)
+# Per-user admission control (webapp.runs.quotas): runs queued or running, attempts in flight.
+PRACTICUM_MAX_RUNS_PER_USER = env_int("PRACTICUM_MAX_RUNS_PER_USER", 2, minimum=1)
+PRACTICUM_MAX_IN_FLIGHT_PER_USER = env_int("PRACTICUM_MAX_IN_FLIGHT_PER_USER", 8, minimum=1)
+# The distributed path (workers; docs/operations.md#settings). Leases: a worker or supervisor silent this long
+# is presumed dead. Tries: executions of one attempt before it is `lost`. The visibility timeout (2 days)
+# must exceed the longest run. The result poll: how often a supervisor checks leases when no result comes.
+# Recovery: how often celery beat looks for runs whose supervisor died.
+PRACTICUM_ATTEMPT_LEASE_S = env_int("PRACTICUM_ATTEMPT_LEASE_S", 30, minimum=1)
+PRACTICUM_SUPERVISOR_LEASE_S = env_int("PRACTICUM_SUPERVISOR_LEASE_S", 60, minimum=1)
+PRACTICUM_MAX_TRIES = env_int("PRACTICUM_MAX_TRIES", 3, minimum=1)
+PRACTICUM_VISIBILITY_TIMEOUT_S = env_int("PRACTICUM_VISIBILITY_TIMEOUT_S", 2 * 24 * 3600, minimum=1)
+PRACTICUM_RESULT_POLL_S = env_int("PRACTICUM_RESULT_POLL_S", 1, minimum=1)
+PRACTICUM_RECOVERY_INTERVAL_S = env_int("PRACTICUM_RECOVERY_INTERVAL_S", 60, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -2,7 +2,7 @@
 
 ```
 <data dir>/runs/<run id>/
-    checkpoints/           the supervisor's policy and learner state (webapp.runs.supervisor)
+    checkpoints/           the supervisor's policy and learner state (workers.driver)
     attempts/<key>/        an attempt's scratch dir: the program's working directory in the sandbox
     outcomes/<key>-<digest>.json   what the attempt did, written by the worker that ran it
 ```
@@ -34,6 +34,11 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 def data_root() -> Path:
     return Path(settings.DATA_DIR)
+
+
+def models_dir() -> Path:
+    """Where the embedded model is converted once and cached (rl_core.policies.lm_weights) for every run."""
+    return data_root() / "models"
 
 
 def run_root(run_id: int) -> Path:

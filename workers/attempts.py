@@ -25,6 +25,7 @@ the process running the task.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -37,17 +38,18 @@ from typing import Any
 
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
+from rl_core.environment import run_response
+from rl_core.outcome import FIELDS, AttemptOutcome
+from rl_core.reward import failure_reward
 from webapp import storage
+from webapp.competitions.agent_inputs import competition_task_files
+from webapp.competitions.models import Competition
+from webapp.competitions.selectors import competition_get
+from webapp.runs import selectors, services
 from workers.coordination import REDIS_ERRORS, AttemptKeys, Heartbeat, Lease, results_list, shared_client
-from workers.options import option
-from workers.outcomes import (
-    lost_outcome,
-    outcome_to_dict,
-    over_time_outcome,
-    response_digest,
-    unrunnable_outcome,
-)
+from workers.outcomes import lost_outcome, over_time_outcome, response_digest, unrunnable_outcome
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +94,7 @@ def execute_attempt(order: AttemptOrder) -> str:
     "cancelled", "busy" (another execution holds it), "superseded" (another took over while it ran),
     "reused", "lost", "timeout" (stopped at the task's soft time limit) or "ran"."""
     client = shared_client()
-    if not run_is_active(order.run_id) or client.exists(order.keys.cancel):
+    if not selectors.run_is_active(run_id=order.run_id) or client.exists(order.keys.cancel):
         return "cancelled"
     lease = Lease(
         client, order.keys.lease, order.lease_s, value=f"{order.digest} {socket.gethostname()}:{os.getpid()}"
@@ -106,12 +108,6 @@ def execute_attempt(order: AttemptOrder) -> str:
             lease.release()
 
 
-def run_is_active(run_id: int) -> bool:
-    from webapp.runs.models import Run
-
-    return Run.objects.filter(id=run_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).exists()
-
-
 def claim(client: redis.Redis, lease: Lease, order: AttemptOrder) -> bool:
     """Take the attempt's lease; wait up to two lease periods for an execution of another program to stop."""
     if lease.acquire():
@@ -120,7 +116,7 @@ def claim(client: redis.Redis, lease: Lease, order: AttemptOrder) -> bool:
     if holder in ("", order.digest):
         return False  # the same program is running elsewhere: it will report
     other = AttemptKeys(order.run_id, order.key, holder)
-    client.set(other.cancel, "1", ex=option("PRACTICUM_VISIBILITY_TIMEOUT_S"))
+    client.set(other.cancel, "1", ex=settings.PRACTICUM_VISIBILITY_TIMEOUT_S)
     deadline = time.monotonic() + 2 * order.lease_s
     while time.monotonic() < deadline:
         time.sleep(CLAIM_POLL_S)
@@ -136,14 +132,12 @@ def execute_claimed(client: redis.Redis, lease: Lease, order: AttemptOrder) -> s
         push_result(client, order, previous)
         return "reused"
     starts = int(client.incr(order.keys.starts))
-    client.expire(order.keys.starts, option("PRACTICUM_VISIBILITY_TIMEOUT_S"))
+    client.expire(order.keys.starts, settings.PRACTICUM_VISIBILITY_TIMEOUT_S)
     if starts > 1:
-        from webapp.runs import services
-
         services.attempt_note_try(run_id=order.run_id, key=order.key, tries=starts)
     if starts > order.max_tries:
         reason = f"Lost: its worker died during each of its {order.max_tries} tries."
-        record(client, order, {"outcome": outcome_to_dict(lost_outcome(order.response, reason))})
+        record(client, order, {"outcome": lost_outcome(order.response, reason).to_dict()})
         return "lost"
     return run_and_record(client, lease, order)
 
@@ -163,27 +157,23 @@ def run_and_record(client: redis.Redis, lease: Lease, order: AttemptOrder) -> st
     if watch.cancelled or watch.requested():
         storage.remove_tree(work_dir)
         return "cancelled"
-    record(client, order, {"outcome": outcome_to_dict(outcome), "exec_s": exec_s})
+    record(client, order, {"outcome": outcome.to_dict(), "exec_s": exec_s})
     return done
 
 
-def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
+def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[AttemptOutcome, float]:
     """The attempt's AttemptOutcome: run_response with the run's settings, or `unrunnable_outcome` when this
     worker cannot see the competition's files (the reason names the folder it looked in); and the seconds
     run_response took (what the LocalExecutor would spend too; the rest is the Celery path's overhead)."""
-    from rl_core.environment import run_response
-    from webapp.competitions.agent_inputs import competition_task_files
-    from webapp.competitions.models import Competition
-    from webapp.runs.config import RunConfig
-    from webapp.runs.models import Run
-
-    config = RunConfig.from_dict(Run.objects.get(id=order.run_id).config)
+    config = selectors.run_config(run_id=order.run_id)
     reward = config.reward_config()
-    competition = Competition.objects.get(slug=order.slug)
+    competition = competition_get(slug=order.slug)
+    if competition is None:
+        raise Competition.DoesNotExist(f"No competition {order.slug!r}.")
     try:
         task = competition_task_files(competition=competition)
     except FileNotFoundError as error:
-        return unrunnable_outcome(order.response, str(error), failure_reward(competition, reward)), 0.0
+        return unrunnable_outcome(order.response, str(error), failure_reward(reward)), 0.0
     started = time.monotonic()
     outcome = run_response(
         order.response, task, work_dir, instrument=config.instrument, reward=reward,
@@ -192,14 +182,10 @@ def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[Any, float]:
     return outcome, time.monotonic() - started
 
 
-def over_time_limit(order: AttemptOrder, elapsed_s: float) -> Any:
+def over_time_limit(order: AttemptOrder, elapsed_s: float) -> AttemptOutcome:
     """The `timeout` outcome of an execution stopped by the task's soft time limit (`elapsed_s` stands in
     for the limit when the message named none), once its sandbox is killed. The sandbox's own cleanup has
     usually done that while the exception passed through it; killing what is left makes sure."""
-    from webapp.competitions.models import Competition
-    from webapp.runs.config import RunConfig
-    from webapp.runs.models import Run
-
     killed = kill_children()
     limit_s = order.soft_limit_s or round(elapsed_s, 3)
     log.warning("attempt %s of run %s: %g s time limit; killed %s", order.key, order.run_id, limit_s, killed)
@@ -207,31 +193,15 @@ def over_time_limit(order: AttemptOrder, elapsed_s: float) -> Any:
         f"Timed out: the worker stopped this attempt at its task's {limit_s:g} s time limit (Celery's soft "
         "limit), before the program and its grading had finished."
     )
-    config = RunConfig.from_dict(Run.objects.get(id=order.run_id).config)
-    reward = failure_reward(Competition.objects.get(slug=order.slug), config.reward_config())
+    reward = failure_reward(selectors.run_config(run_id=order.run_id).reward_config())
     return over_time_outcome(order.response, reason, reward, limit_s)
-
-
-def failure_reward(competition: Any, reward: Any) -> float:
-    """The reward of an invalid attempt that reached no stage, in the run's reward preset."""
-    from rl_core.metrics import get_metric
-    from rl_core.reward import compute_reward
-
-    metric = get_metric(competition.metric)
-    return compute_reward(
-        valid=False, score=None, stages_reached=0, config=reward, higher_is_better=metric.higher_is_better,
-        baseline_score=competition.baseline_score, perfect_score=metric.perfect,
-    )  # fmt: skip
 
 
 def previous_result(order: AttemptOrder) -> dict[str, Any] | None:
     """A result this very program already has: its finished Attempt row, else its outcome file."""
-    from webapp.runs.models import Attempt
-    from workers.outcomes import FIELDS
-
-    row = Attempt.objects.filter(run_id=order.run_id, key=order.key).first()
+    row = selectors.attempt_get_by_key(run_id=order.run_id, key=order.key)
     if row is not None and row.is_finished and row.response == order.response:
-        return {"outcome": {name: getattr(row, name) for name in FIELDS}}
+        return {"outcome": AttemptOutcome.from_dict({name: getattr(row, name) for name in FIELDS}).to_dict()}
     return storage.read_json(order.outcome_path)
 
 
@@ -245,14 +215,12 @@ def record(client: redis.Redis, order: AttemptOrder, result: dict[str, Any]) -> 
 def push_result(client: redis.Redis, order: AttemptOrder, payload: dict[str, Any]) -> None:
     """RPUSH the result onto the run's list, retrying through a Redis outage for a few lease periods;
     after that the supervisor still finds the outcome file when it checks on the attempt."""
-    import json
-
     payload = {"key": order.key, "digest": order.digest, **payload}
     name, deadline = results_list(order.run_id), time.monotonic() + 3 * order.lease_s
     while True:
         try:
             client.rpush(name, json.dumps(payload))
-            client.expire(name, option("PRACTICUM_VISIBILITY_TIMEOUT_S"))
+            client.expire(name, settings.PRACTICUM_VISIBILITY_TIMEOUT_S)
             return
         except REDIS_ERRORS as error:
             if time.monotonic() > deadline:

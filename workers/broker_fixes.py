@@ -40,7 +40,7 @@ def skipped_when_released(method: Callable[..., Any]) -> Callable[..., Any]:
     """`method` of a QoS, or a logged no-op when its channel's connection was released."""
 
     @functools.wraps(method)
-    def guarded(self, *args: Any, **kwargs: Any) -> Any:
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
         restoring = method.__name__ == "restore_unacked"
         client = (args[0] if args else kwargs.get("client")) if restoring else None
         if connection_released(self.channel) and client is None:  # a given client can still restore

@@ -1,43 +1,70 @@
-"""Start a run's supervisor: a Celery task on the `gpu` queue when a broker is configured (REDIS_URL),
-otherwise a thread of this process (the embedded default). Either way only after the run commits."""
+"""The dispatchers webapp.runs.dispatch hands runs to (settings.RUN_DISPATCHER names one, by REDIS_URL):
+`CeleryDispatcher` sends a run's supervisor to the `gpu` queue; `ThreadDispatcher` (the embedded default,
+`make demo` without a broker) runs it in a thread of this process, its attempts on this machine. Both drive
+a run, or fine-tune a warm start, in the caller's thread for the foreground commands (`manage.py train`,
+`manage.py warmstart`).
+
+The web process loads this module when it starts a run, so it must not import torch: the driver and the
+fine-tuning (which do) are imported inside the methods that run them.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
+from celery import Celery
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections
+
+from workers.celery import app as default_app
+from workers.coordination import shared_client, supervisor_queued_key
 
 
-def enqueue_run(run_id: int) -> None:
-    transaction.on_commit(lambda: start_supervisor(run_id))
+class Dispatcher:
+    """What both dispatchers share: the foreground paths (webapp.runs.dispatch.Dispatcher)."""
+
+    def start(self, run_id: int) -> None:
+        raise NotImplementedError
+
+    def drive(self, run_id: int, *, observer_wrapper: Callable[[Any], Any] | None = None) -> Any:
+        from workers.driver import run_supervise  # torch
+
+        return run_supervise(run_id=run_id, observer_wrapper=observer_wrapper)
+
+    def warm_start(self, *, request: Any, say: Callable[[str], None], on_step: Any = None) -> dict[str, Any]:
+        from workers.fine_tuning import warm_start_create  # torch
+
+        return warm_start_create(request=request, say=say, on_step=on_step)
 
 
-def start_supervisor(run_id: int) -> None:
-    if settings.REDIS:
+class CeleryDispatcher(Dispatcher):
+    """With a broker: the run's supervisor is a `practicum.supervise_run` task on the `gpu` queue."""
+
+    def start(self, run_id: int) -> None:
         enqueue_supervisor(run_id)
-        return
-    thread = threading.Thread(target=supervise_in_thread, args=[run_id], name=f"run-{run_id}", daemon=True)
-    thread.start()
 
 
-def enqueue_supervisor(run_id: int, *, app=None) -> None:
-    """Send supervise_run to the `gpu` queue and mark it as waiting there (workers.recovery reads it)."""
-    from workers.coordination import shared_client, supervisor_queued_key
-    from workers.options import option
-    from workers.tasks import supervise_run
+class ThreadDispatcher(Dispatcher):
+    """Without a broker: the run's supervisor is a thread of this process (the embedded default)."""
 
-    shared_client().set(supervisor_queued_key(run_id), "1", ex=option("PRACTICUM_VISIBILITY_TIMEOUT_S"))
-    if app is None:
-        supervise_run.apply_async(args=[run_id], queue="gpu")
-    else:
-        app.send_task("practicum.supervise_run", args=[run_id], queue="gpu")
+    def start(self, run_id: int) -> None:
+        name = f"run-{run_id}"
+        threading.Thread(target=supervise_in_thread, args=[run_id], name=name, daemon=True).start()
+
+
+def enqueue_supervisor(run_id: int, *, app: Celery | None = None) -> None:
+    """Send supervise_run (workers.tasks) to the `gpu` queue through `app` (workers.celery's by default) and
+    mark it as waiting there (workers.recovery reads it)."""
+    shared_client().set(supervisor_queued_key(run_id), "1", ex=settings.PRACTICUM_VISIBILITY_TIMEOUT_S)
+    (app or default_app).send_task("practicum.supervise_run", args=[run_id], queue="gpu")
 
 
 def supervise_in_thread(run_id: int) -> None:
     """The supervise task's body in a thread of its own, its attempts on this machine (LocalExecutor),
     closing that thread's database connections after."""
-    from workers.supervision import supervise
+    from workers.supervision import supervise  # torch, through the driver
 
     try:
         supervise(run_id, distributed=False)

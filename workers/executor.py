@@ -19,11 +19,12 @@ What survives what (the keys are in workers.coordination; the worker's side is w
   `sent` keys are too, and they are sent again after one lease period; results pushed during the outage
   are read from their outcome files.
 - Another supervisor takes the run over (this one stalled past its lease and was presumed dead). The
-  supervisor's heartbeat sets `superseded`; `wait()` then raises the supervisor's Superseded before it
+  supervisor's heartbeat sets `superseded`; `wait()` then raises rl_core.stops.Superseded before it
   pops another result, and `close()` leaves the attempts in flight alone: they are the new supervisor's.
-- The run is cancelled. `wait()` checks the run's status every poll and raises the supervisor's
-  RunCancelled, whose handler cancels every attempt in flight: a cancel key that the worker's heartbeat
-  sees (it kills the sandbox and removes its scratch dir) and a revoke for messages not yet started.
+- The run is cancelled (or deleted). `wait()` checks the run every poll (selectors.run_is_cancelled) and
+  raises rl_core.stops.RunCancelled, whose handler in the driver cancels every attempt in flight: a cancel
+  key that the worker's heartbeat sees (it kills the sandbox and removes its scratch dir) and a revoke for
+  messages not yet started.
 
 Programs that ask for a GPU (`needs_gpu`) go to the `sandbox-gpu` queue, the rest to `sandbox`.
 Celery's time limits are a backstop to the sandbox's own wall-clock limit: soft = the competition's
@@ -41,14 +42,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celery import Celery
+from django.conf import settings
 from kombu.exceptions import OperationalError
 
 from rl_core.executors import Finished, Job
+from rl_core.outcome import AttemptOutcome
 from rl_core.responses import parse_response
+from rl_core.stops import RunCancelled, Superseded
 from webapp import storage
+from webapp.runs import selectors
+from workers.celery import app as default_app
 from workers.coordination import REDIS_ERRORS, AttemptKeys, redis_client, results_list
-from workers.options import option
-from workers.outcomes import lost_outcome, outcome_from_dict, outcome_to_dict, response_digest
+from workers.outcomes import lost_outcome, response_digest
 
 log = logging.getLogger(__name__)
 
@@ -112,15 +117,13 @@ class CeleryExecutor:
         poll_s: float | None = None,
         superseded: threading.Event | None = None,
     ) -> None:
-        from workers.celery import app as default_app
-
         self.run_id, self.capacity, self.app = run_id, capacity, app or default_app
         self.client = redis_client(redis_url)
-        self.lease_s = float(lease_s or option("PRACTICUM_ATTEMPT_LEASE_S"))
-        self.max_tries = int(max_tries or option("PRACTICUM_MAX_TRIES"))
-        self.poll_s = float(poll_s or option("PRACTICUM_RESULT_POLL_S"))
+        self.lease_s = float(lease_s or settings.PRACTICUM_ATTEMPT_LEASE_S)
+        self.max_tries = int(max_tries or settings.PRACTICUM_MAX_TRIES)
+        self.poll_s = float(poll_s or settings.PRACTICUM_RESULT_POLL_S)
         self.superseded = superseded or threading.Event()
-        self.expire_s = option("PRACTICUM_VISIBILITY_TIMEOUT_S")
+        self.expire_s = settings.PRACTICUM_VISIBILITY_TIMEOUT_S
         self.timings: dict[str, tuple[float, float | None]] = {}
         self._flights: dict[str, _Flight] = {}
         self._ready: list[Finished] = []
@@ -208,7 +211,7 @@ class CeleryExecutor:
             return  # a duplicate, a cancelled attempt, or another program under a re-used key
         del self._flights[flight.job.attempt_id]
         self.timings[flight.job.attempt_id] = (time.monotonic() - flight.submitted_at, payload.get("exec_s"))
-        self._ready.append(Finished(flight.job.attempt_id, outcome_from_dict(payload["outcome"])))
+        self._ready.append(Finished(flight.job.attempt_id, AttemptOutcome.from_dict(payload["outcome"])))
 
     def _poll(self) -> None:
         """Stop if the run was cancelled; send what could not be sent; check on attempts gone quiet."""
@@ -232,7 +235,7 @@ class CeleryExecutor:
             pipe.get(flight.keys.starts)
             pipe.exists(flight.keys.sent)
         values = pipe.execute()
-        return [(f, tuple(values[3 * i : 3 * i + 3])) for i, f in enumerate(flights)]  # type: ignore[misc]
+        return [(f, tuple(values[3 * i : 3 * i + 3])) for i, f in enumerate(flights)]
 
     def _check(self, flight: _Flight, lease: str, starts: int, sent: bool) -> None:
         now = time.monotonic()
@@ -252,7 +255,7 @@ class CeleryExecutor:
         reason = f"Lost: its worker died during each of its {starts} tries (the limit is {self.max_tries})."
         payload = {
             "key": flight.job.attempt_id, "digest": flight.keys.digest,
-            "outcome": outcome_to_dict(lost_outcome(flight.job.sample.response, reason)),
+            "outcome": lost_outcome(flight.job.sample.response, reason).to_dict(),
         }  # fmt: skip
         storage.write_json_atomic(
             storage.attempt_outcome_path(self.run_id, flight.job.attempt_id, flight.keys.digest), payload
@@ -260,16 +263,11 @@ class CeleryExecutor:
         self._arrive(payload)
 
     def _raise_if_superseded(self) -> None:
-        from webapp.runs.supervisor import Superseded
-
         if self.superseded.is_set():
             raise Superseded()
 
     def _raise_if_cancelled(self) -> None:
-        from webapp.runs.models import Run
-        from webapp.runs.supervisor import RunCancelled
-
-        if not Run.objects.filter(id=self.run_id).exclude(status=Run.Status.CANCELLED).exists():
+        if selectors.run_is_cancelled(run_id=self.run_id):
             raise RunCancelled()
 
     def cancel(self, attempt_id: str) -> None:
@@ -305,8 +303,5 @@ class CeleryExecutor:
 
 def celery_executor_for(run_id: int, *, superseded: threading.Event | None = None) -> CeleryExecutor:
     """The executor a run's supervisor uses when a broker is configured: its actors as capacity."""
-    from webapp.runs.config import RunConfig
-    from webapp.runs.models import Run
-
-    config = RunConfig.from_dict(Run.objects.get(id=run_id).config)
+    config = selectors.run_config(run_id=run_id)
     return CeleryExecutor(run_id=run_id, capacity=config.actors, superseded=superseded)

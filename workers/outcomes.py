@@ -1,5 +1,6 @@
-"""Attempt outcomes as they travel between workers and the supervisor: rl_core.environment.AttemptOutcome
-to and from plain JSON, and the outcomes of attempts that never produced one of their own.
+"""The outcomes of attempts that never produced one of their own, and which program an outcome belongs to.
+Outcomes travel between workers and the supervisor as plain JSON through rl_core.outcome's serialiser
+(`AttemptOutcome.to_dict` / `AttemptOutcome.from_dict`).
 
 - `lost_outcome`: every execution died with its worker (PRACTICUM_MAX_TRIES of them). Status ``lost`` and
   reward None: the infrastructure failed, not the program, so it must not be learned from.
@@ -12,14 +13,10 @@ to and from plain JSON, and the outcomes of attempts that never produced one of 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-from typing import Any
 
-from rl_core.environment import AttemptOutcome
+from rl_core.outcome import AttemptOutcome, OutcomeStatus
 from rl_core.responses import parse_response
-
-FIELDS = tuple(field.name for field in dataclasses.fields(AttemptOutcome))
 
 
 def response_digest(response: str) -> str:
@@ -31,32 +28,13 @@ def response_digest(response: str) -> str:
     return hashlib.sha256(response.encode()).hexdigest()[:16]
 
 
-def outcome_to_dict(outcome: AttemptOutcome) -> dict[str, Any]:
-    return {name: getattr(outcome, name) for name in FIELDS} | {"stages": list(outcome.stages)}
-
-
-def outcome_from_dict(data: dict[str, Any]) -> AttemptOutcome:
-    """The inverse of `outcome_to_dict`; also reads an Attempt row's fields (webapp.runs.supervisor)."""
-    values: dict[str, Any] = {name: data.get(name) for name in FIELDS}
-    values["stages"] = tuple(data.get("stages") or ())
-    for text in ("isolation", "stdout_tail", "stderr_tail", "plan", "program", "instrumented_program"):
-        values[text] = values[text] or ""
-    values["instrumentation"] = values["instrumentation"] or "none"
-    values["duration_s"] = float(values["duration_s"] or 0.0)
-    values["valid"] = bool(values["valid"])
-    return AttemptOutcome(**values)
-
-
 def _without_result(
-    response: str, *, status: str, reason: str, reward: float | None, duration_s: float = 0.0
+    response: str, *, status: OutcomeStatus, reason: str, reward: float | None, duration_s: float = 0.0
 ) -> AttemptOutcome:
     parsed = parse_response(response)
     return AttemptOutcome(
-        status=status, exit_code=None, duration_s=duration_s, stages=(), valid=False, score=None,
-        grade_error=reason,
-        reward=reward,  # type: ignore[arg-type]  # None for `lost`: see the module docstring
-        isolation="none", stdout_tail="", stderr_tail=reason, plan=parsed.plan, program=parsed.code or "",
-        instrumented_program="", instrumentation="none",
+        status=status, reward=reward, duration_s=duration_s, grade_error=reason, isolation="none",
+        stderr_tail=reason, plan=parsed.plan, program=parsed.code or "",
     )  # fmt: skip
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from webapp.runs import selectors
 from workers.coordination import shared_client, supervisor_lease_key, supervisor_queued_key
+from workers.dispatch import enqueue_supervisor
 
 
 def orphaned_runs() -> list[int]:
-    from webapp.runs.models import Run
-
     client = shared_client()
-    active = Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).order_by("id")
+    active = selectors.runs_active()
     return [
         run_id
         for run_id in active.values_list("id", flat=True)
@@ -31,8 +31,6 @@ def orphaned_runs() -> list[int]:
 def recover_orphaned_runs(*, app: Any = None) -> list[int]:
     """Enqueue a supervisor for each orphaned run (through `app`, workers.celery's by default); returns
     their ids."""
-    from workers.dispatch import enqueue_supervisor
-
     orphans = orphaned_runs()
     for run_id in orphans:
         enqueue_supervisor(run_id, app=app)

@@ -17,6 +17,10 @@ import threading
 
 from django.conf import settings
 
+from rl_core.checkpoint import latest_checkpoint
+from rl_core.stops import Superseded
+from webapp import storage
+from webapp.runs import selectors
 from workers.coordination import (
     REDIS_ERRORS,
     Heartbeat,
@@ -25,7 +29,8 @@ from workers.coordination import (
     supervisor_lease_key,
     supervisor_queued_key,
 )
-from workers.options import option
+from workers.driver import run_supervise
+from workers.executor import celery_executor_for
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +39,7 @@ def supervise(run_id: int, *, distributed: bool | None = None) -> str:
     """Run (or resume) the run to its end: its attempts on Celery workers when `distributed` (by default:
     when a broker is configured), else on this machine. Returns "inactive", "busy" (another supervisor
     holds it), "superseded" (another took it over while this one ran) or "done"."""
-    from webapp.runs.models import Run
-    from webapp.runs.supervisor import run_supervise
-
-    run = Run.objects.filter(id=run_id).first()
-    if run is None or not run.is_active:
+    if not selectors.run_is_active(run_id=run_id):
         return "inactive"
     if not (bool(settings.REDIS) if distributed is None else distributed):
         run_supervise(run_id=run_id)
@@ -49,11 +50,8 @@ def supervise(run_id: int, *, distributed: bool | None = None) -> str:
 def supervise_with_lease(run_id: int) -> str:
     """Drive the run while holding its supervisor lease. Returns "busy" (another supervisor holds it),
     "superseded" (another took it over meanwhile) or "done"."""
-    from webapp.runs.supervisor import Superseded, run_supervise
-    from workers.executor import celery_executor_for
-
     client = shared_client()
-    lease_s = option("PRACTICUM_SUPERVISOR_LEASE_S")
+    lease_s = settings.PRACTICUM_SUPERVISOR_LEASE_S
     lease = Lease(client, supervisor_lease_key(run_id), lease_s)
     if not lease.acquire():
         return "busy"
@@ -75,9 +73,6 @@ def supervise_with_lease(run_id: int) -> str:
 
 def log_resume(run_id: int) -> None:
     """Say so in the worker's log when this supervisor takes over a run that has a checkpoint."""
-    from rl_core.checkpoint import latest_checkpoint
-    from webapp import storage
-
     newest = latest_checkpoint(storage.run_checkpoints(run_id))
     if newest is not None:
         log.warning("run %s: resuming from checkpoint %s", run_id, newest.name)

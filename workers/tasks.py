@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="practicum.supervise_run")
-def supervise_run(self, run_id: int) -> str:
+def supervise_run(self: Task, run_id: int) -> str:
     """Drive a run to its end (or resume it from its newest checkpoint). Safe to redeliver: a run that is
     over, or already has a live supervisor, is left alone."""
     from workers.supervision import supervise
@@ -19,7 +19,7 @@ ATTEMPT_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_res
 
 @shared_task(bind=True, name="practicum.execute_attempt", **ATTEMPT_OPTIONS)
 def execute_attempt(
-    self,
+    self: Task,
     *,
     run_id: int,
     key: str,

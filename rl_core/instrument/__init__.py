@@ -241,7 +241,7 @@ def _with_prelude(markup: str, original_dump: str, nonce: str | None) -> Instrum
     lines = markup.split("\n")
     edit = prelude_edit(ast.parse(markup), lines, prelude_statement())
     try:
-        with_prelude = splice(lines, [edit], []) if len(edit) == 3 else splice(lines, [], [edit])  # type: ignore[list-item]
+        with_prelude = splice(lines, [edit], []) if len(edit) == 3 else splice(lines, [], [edit])
     except (IndexError, UnicodeDecodeError):
         return None
     if checked(with_prelude, original_dump, prelude=True) != stages:

@@ -163,7 +163,7 @@ def _strip(tree: ast.Module, *, prelude: bool) -> tuple[ast.Module, set[str]]:
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 for stmt in block:
                     if _is_marker(stmt):
-                        stages.update(a.value for a in stmt.value.args)  # type: ignore[attr-defined]
+                        stages.update(a.value for a in stmt.value.args)
                 block[:] = [s for s in block if not _is_marker(s) and not (prelude and _is_prelude(s))]
     return tree, stages
 

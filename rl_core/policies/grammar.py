@@ -19,8 +19,9 @@ kept. Heads that become active because the family changed are drawn too, as in a
 re-drawn does not depend on the parameters, so log π of an improve sample sums only over the re-drawn
 heads, each under its distribution renormalised without the excluded value. An improve prompt whose
 code carries no grammar comment (an LM's program, say) is answered like a solve prompt.
-`Sample.info` holds ``family``, ``choices``, ``drawn`` (head names, in order), ``excluded`` (head ->
-earlier value) and ``mutated`` (the re-drawn heads, empty for a solve).
+`Sample.action` (a `rl_core.policy.ChoiceAction`) holds what `score` re-scores: the ``choices``, the
+``drawn`` heads in order, and ``excluded`` (head -> earlier value). `Sample.info` holds facts for
+dashboards: ``family``, ``choices`` and ``mutated`` (the re-drawn heads, empty for a solve).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from rl_core.policies.grammar_space import (
     is_active,
     parse_choices,
 )
-from rl_core.policy import Prompt, Sample, Scored, TaskInfo
+from rl_core.policy import ChoiceAction, Prompt, Sample, Scored, TaskInfo
 
 
 def simplest_program(task: TaskInfo) -> str:
@@ -162,16 +163,14 @@ class GrammarPolicy(nn.Module):
             logprobs.append(logprob)
             if exclude >= 0:
                 excluded[head.name] = head.options[exclude]
-        info = {
-            "family": choices["family"],
-            "choices": choices,
-            "drawn": drawn,
-            "excluded": excluded,
-            "mutated": mutated,
-        }
-        response = render(choices, prompt.task)
+        info = {"family": choices["family"], "choices": dict(choices), "mutated": mutated}
         return Sample(
-            prompt=prompt, response=response, logprobs=tuple(logprobs), policy_version=self.version, info=info
+            prompt=prompt,
+            response=render(choices, prompt.task),
+            logprobs=tuple(logprobs),
+            policy_version=self.version,
+            info=info,
+            action=ChoiceAction(choices=choices, drawn=tuple(drawn), excluded=excluded),
         )
 
     @torch.no_grad()
@@ -238,10 +237,16 @@ def _head_targets(head: Head, samples: Sequence[Sample]) -> tuple[torch.Tensor, 
     """(chosen option, excluded option or -1, drawn?) of `head` for each sample, each (B,)."""
     chosen, exclude, drawn = [], [], []
     for sample in samples:
-        info = sample.info
-        excluded = info.get("excluded", {})
-        is_drawn = head.name in info["drawn"]
-        chosen.append(head.index(info["choices"][head.name]) if is_drawn else 0)
+        action = _grammar_action(sample)
+        is_drawn = head.name in action.drawn
+        chosen.append(head.index(action.choices[head.name]) if is_drawn else 0)
+        excluded = action.excluded
         exclude.append(head.index(excluded[head.name]) if is_drawn and head.name in excluded else -1)
         drawn.append(is_drawn)
     return torch.tensor(chosen), torch.tensor(exclude), torch.tensor(drawn)
+
+
+def _grammar_action(sample: Sample) -> ChoiceAction:
+    if not isinstance(sample.action, ChoiceAction):
+        raise ValueError("GrammarPolicy can score only samples it drew: their action is a ChoiceAction.")
+    return sample.action

@@ -1,6 +1,7 @@
 """The plan paragraph of a grammar program: what the program does and why, in plain prose.
 
-It states the task as the features see it (kind, sizes, column kinds, missing values, metric and
+It states the task as the features see it (for images and JSON records also how they are read; a text-span
+task has its own paragraph, `_span_plan`) (kind, sizes, column kinds, missing values, metric and
 direction), what the submission must hold, each preprocessing step, the model with its hyper-parameters,
 and the trade-off that family makes. Only facts the program acts on appear: nothing is claimed about
 scores it has not measured.
@@ -85,6 +86,8 @@ def _kind(features: Mapping[str, Any]) -> str:
 
 
 def _columns(features: Mapping[str, Any]) -> str:
+    if features.get("data_kind") == "images":
+        return f"{features['n_images']} images"
     counts = [(len(features[f"{k}_columns"]), k) for k in ("numeric", "categorical", "text")]
     kinds = ", ".join(f"{n} {k}" for n, k in counts if n)
     return f"{features['n_features']} feature columns ({kinds or 'none usable'})"
@@ -116,6 +119,13 @@ def _hyper(choices: Mapping[str, Any], family: str) -> str:
 
 def _steps(choices: Mapping[str, Any], features: Mapping[str, Any]) -> list[str]:
     steps = []
+    if features.get("data_kind") == "json":
+        steps.append(
+            f"reads the records of {features['train_file']} and {features['test_file']}, flattening nested "
+            "fields into columns and lists into text"
+        )
+    if features.get("data_kind") == "images":
+        return _image_steps(choices, features)
     if features["numeric_columns"]:
         step = f"fills missing numeric values with the {IMPUTE_TEXT[choices['impute']]}"
         scale = choices.get("scale", "none")
@@ -138,13 +148,54 @@ def _steps(choices: Mapping[str, Any], features: Mapping[str, Any]) -> list[str]
     return steps
 
 
+def _image_steps(choices: Mapping[str, Any], features: Mapping[str, Any]) -> list[str]:
+    colour = "grey" if features["image_mode"] == "L" else "RGB"
+    size = choices["image.size"]
+    what = "pixels and their gradient magnitudes" if choices["image.features"] != "pixels" else "pixels"
+    step = (
+        f"opens each of the {features['n_images']} images (named by {features['image_column']}) with Pillow, "
+        f"converts it to {colour}, resizes it to {size}x{size} and flattens its {what}"
+    )
+    scale = choices.get("scale", "none")
+    if scale != "none":
+        step += ", " + ("standardised" if scale == "standard" else "scaled by median and IQR")
+    return [step]
+
+
+def _span_plan(choices: Mapping[str, Any], task: TaskInfo) -> str:
+    features, family = task.features, choices["family"]
+    what, why = FAMILY_TEXT[family]
+    hyper = _hyper(choices, family)
+    context = ", ".join(features["categorical_columns"]) or "none"
+    return (
+        f"Plan: this is a text-span extraction task with {features['n_rows']} training rows and "
+        f"{features['n_test_rows']} test rows: each test row gets the part of its "
+        f"{features['text_columns'][0]} that {task.target_columns[0]} should hold, scored by {task.metric} "
+        "(word overlap, higher is better). "
+        "The program makes one row per word (its position, shape and how often the word, and the "
+        f"{choices['span.neighbours']} words on each side, fall inside training spans, counted out of fold; "
+        f"context columns: {context}), then fits {what}"
+        + (f" ({hyper})" if hyper else "")
+        + f" to tell span words from the others: {why}. It keeps the words with a probability of at least "
+        f"{choices['span.threshold']} and returns the text from the first to the last of them, or the whole "
+        "text when there is none. Every model runs on a single thread. "
+        f"It writes {task.id_column} and {task.target_columns[0]} to ./submission/submission.csv."
+    )
+
+
 def render_plan(choices: Mapping[str, Any], task: TaskInfo) -> str:
     """One paragraph: the task, the submission's contents, the preprocessing, the model and why."""
     features = task.features
+    if features.get("data_kind") == "text_span":
+        return _span_plan(choices, task)
     family = choices["family"]
     what, why = FAMILY_TEXT[family]
     direction = "higher" if task.higher_is_better else "lower"
     missing = f"{features['missing_fraction']:.1%} of feature cells missing"
+    if features.get("data_kind") == "images":
+        missing = (
+            f"{features['image_mode']} images, mostly {'x'.join(map(str, features['image_size']))} pixels"
+        )
     steps = _steps(choices, features)
     hyper = _hyper(choices, family)
     return (

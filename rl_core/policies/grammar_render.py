@@ -4,6 +4,9 @@ The program reads ``./input/train.csv`` and ``./input/test.csv``, builds one sci
 (a `ColumnTransformer` for imputation, scaling, categorical encoding and TF-IDF text features, then the
 model), fits it, and writes ``./submission/submission.csv`` with the id column and the target columns in
 the format the metric needs (labels, P(label == 1), one probability column per class, or values).
+Competitions of other data kinds (`rl_core.data_kinds`) get their own reading and features from
+`grammar_kinds`: JSON records are flattened into the same tables, images become pixel matrices, and
+text spans become one row per word; the estimator, fitting and writing are shared.
 Every model runs on one thread (``n_jobs=1``, ``OMP_NUM_THREADS=1``): the sandbox has one or two cores,
 and a family's duration should reflect its own cost. Column lists come from the task's features, so a
 program is specific to its competition. Its first line carries the choices (`grammar_space.embed_choices`).
@@ -16,6 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from rl_core.policies import grammar_kinds
 from rl_core.policies.grammar_plan import render_plan
 from rl_core.policies.grammar_space import DENSE_ONLY, check_choices, embed_choices, text_terms
 from rl_core.policy import TaskInfo
@@ -181,11 +185,10 @@ def constants(task: TaskInfo, features: Mapping[str, Any]) -> str:
 def loading(features: Mapping[str, Any]) -> str:
     """Read both files, drop training rows without a target, make categories and text plain strings."""
     label_columns = "[LABEL]" if features.get("label_column") is not None else "TARGETS"
-    lines = [
-        'train = pd.read_csv("./input/train.csv")',
-        'test = pd.read_csv("./input/test.csv")',
-        f"train = train.dropna(subset={label_columns}).reset_index(drop=True)",
-    ]
+    reads = ['train = pd.read_csv("./input/train.csv")', 'test = pd.read_csv("./input/test.csv")']
+    if features.get("data_kind") == "json":
+        reads = [grammar_kinds.JSON_READER + "\n\n", *grammar_kinds.json_reads(features)]
+    lines = [*reads, f"train = train.dropna(subset={label_columns}).reset_index(drop=True)"]
     cleaning = []
     if features["categorical_columns"]:
         cleaning.append('    frame[CATEGORICAL] = frame[CATEGORICAL].fillna("missing").astype(str)')
@@ -283,22 +286,65 @@ def import_block(imports: list[str]) -> str:
     return "\n".join(f"from {m} import {', '.join(sorted(names[m]))}" for m in sorted(names))
 
 
+def header(features: Mapping[str, Any]) -> str:
+    """The first lines: the thread limit, then the plain imports (json for JSON records)."""
+    return (
+        HEADER.replace("import time\n", "import json\nimport time\n")
+        if features.get("data_kind") == "json"
+        else HEADER
+    )
+
+
+def _table_sections(choices: Mapping[str, Any], task: TaskInfo, imports: list[str]) -> list[str]:
+    features = task.features
+    prep, more = preprocessing(choices, features)
+    imports += more
+    model = 'model = Pipeline([("preprocess", preprocess), ("model", estimator)])'
+    return [constants(task, features), loading(features), prep, model, fitting(features)]
+
+
+def _image_sections(choices: Mapping[str, Any], task: TaskInfo, imports: list[str]) -> list[str]:
+    features = task.features
+    model, more = grammar_kinds.image_model(choices)
+    imports += [*more, "from pathlib import Path", "from PIL import Image"]
+    fit = fitting(features).replace("train[FEATURES]", "X_train").replace("test[FEATURES]", "X_test")
+    return [
+        constants(task, features) + "\n" + grammar_kinds.image_constants(choices, features),
+        loading(features),
+        grammar_kinds.image_reading(choices),
+        model,
+        fit,
+    ]
+
+
+def _span_sections(choices: Mapping[str, Any], task: TaskInfo, imports: list[str]) -> list[str]:
+    features = task.features
+    model, more = grammar_kinds.image_model(choices)  # the same optional scaler before the model
+    imports += more
+    constants = f"ID = {literal(task.id_column)}"
+    sections = grammar_kinds.span_sections(choices, features, task.target_columns[0])
+    return [constants, *sections, model, grammar_kinds.SPAN_FITTING]
+
+
 def render_code(choices: Mapping[str, Any], task: TaskInfo) -> str:
     """The Python program for `choices` on `task` (whose `features` must be filled)."""
     features = task.features
-    prep, imports = preprocessing(choices, features)
-    model_imports, model = estimator(choices, features["task_type"])
-    imports += [*model_imports, "from sklearn.pipeline import Pipeline"]
-    if features["task_type"] in ("binary", "multiclass"):
+    kind = features.get("data_kind", "tabular")
+    task_type = "binary" if kind == "text_span" else features["task_type"]  # spans: P(word in span)
+    model_imports, model = estimator(choices, task_type)
+    imports = [*model_imports, "from sklearn.pipeline import Pipeline"]
+    if task_type in ("binary", "multiclass") and kind != "text_span":
         imports.append("from sklearn.preprocessing import LabelEncoder")
+    build = {"images": _image_sections, "text_span": _span_sections}.get(kind, _table_sections)
+    body = build(choices, task, imports)
     sections = [
         embed_choices(choices),
-        HEADER + import_block(imports) + '\n\nwarnings.filterwarnings("ignore")  # keep the output readable',
-        constants(task, features),
-        loading(features),
-        prep,
-        f'{model}\nmodel = Pipeline([("preprocess", preprocess), ("model", estimator)])',
-        fitting(features),
+        header(features)
+        + import_block(imports)
+        + '\n\nwarnings.filterwarnings("ignore")  # keep the output readable',
+        *body[:-2],
+        f"{model}\n{body[-2]}",
+        body[-1],
         WRITING,
     ]
     return sections[0] + "\n" + "\n\n".join(sections[1:]) + "\n"

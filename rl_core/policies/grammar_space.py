@@ -8,7 +8,13 @@ the model family comes first because it decides which hyper-parameter heads are 
 - a family's hyper-parameter heads (``"<family>.<name>"``) only when that family is chosen;
 - ``impute`` only when the task has numeric columns, ``scale`` only then and only for the families that
   are sensitive to feature scale (linear, kNN, MLP: trees are not);
-- ``encode`` only with categorical columns; ``text.*`` only with text columns.
+- ``encode`` only with categorical columns; ``text.*`` only with text columns;
+- ``image.*`` only for image competitions, ``span.*`` only for text-span ones (`rl_core.data_kinds`); the
+  table heads (``impute``, ``encode``, ``text.*``) never for those two kinds, whose programs build their
+  own features (pixels; one row per word), and ``scale`` there for the scale-sensitive families alone.
+
+The model family is drawn for every kind: an image program fits it on pixel features, a text-span program
+on per-word features to decide which words belong to the span (`grammar_kinds`).
 
 Inactive heads are neither sampled nor scored. Choices travel inside each rendered program as one
 machine-readable comment line, ``# practicum-grammar: {"grammar": 1, "choices": {...}}``, so an improve
@@ -42,7 +48,7 @@ class Head:
         name: unique, e.g. ``"lightgbm.num_leaves"``; the part before a dot names the family it belongs to.
         options: the values it can take (JSON scalars, so choices survive the comment line).
         needs: the column kind the task must have for the head to matter ("numeric", "categorical",
-            "text"), or None.
+            "text"), or the data kind ("images", "text_span"), or None.
     """
 
     name: str
@@ -98,17 +104,35 @@ HEADS: tuple[Head, ...] = (
     Head("encode", ("one_hot", "ordinal"), needs="categorical"),
     Head("text.analyzer", ("word", "char"), needs="text"),
     Head("text.max_features", (1000, 5000, 20000), needs="text"),
+    Head("image.size", (8, 16, 32), needs="images"),
+    Head("image.features", ("pixels", "pixels_and_gradients"), needs="images"),
+    Head("span.threshold", (0.3, 0.5, 0.7), needs="text_span"),
+    Head("span.neighbours", (0, 1, 2), needs="text_span"),
 )
 """Every head, in the fixed order in which heads are sampled and their log-probs are listed."""
 
 HEAD_BY_NAME: Mapping[str, Head] = {head.name: head for head in HEADS}
 
 
+OWN_FEATURES = frozenset({"images", "text_span"})
+"""Data kinds whose programs build their own features instead of the table pipeline."""
+
+
+def _needed(head: Head, features: Mapping[str, Any]) -> bool:
+    """Whether the task has what `head` needs (a column kind, or a data kind)."""
+    kind = features.get("data_kind", "tabular")
+    if head.needs in OWN_FEATURES:
+        return bool(kind == head.needs)
+    if kind in OWN_FEATURES:
+        return head.name == "scale"  # their own features are numbers, never missing, never categories
+    return bool(features.get(f"{head.needs}_columns"))
+
+
 def is_active(head: Head, choices: Mapping[str, Any], features: Mapping[str, Any]) -> bool:
     """Whether `head` changes the program, given the choices made before it and the task's features."""
     if head.family is not None:
         return choices.get("family") == head.family
-    if head.needs is not None and not features.get(f"{head.needs}_columns"):
+    if head.needs is not None and not _needed(head, features):
         return False
     return head.name != "scale" or choices.get("family") in SCALE_SENSITIVE
 
@@ -131,6 +155,7 @@ def default_choices(features: Mapping[str, Any]) -> Choices:
     (5,000 terms) and a linear model with C = 1 (logistic regression, or ridge with alpha = 1)."""
     defaults = {"family": "linear", "linear.C": 1.0, "impute": "median", "scale": "standard"}
     defaults |= {"encode": "one_hot", "text.analyzer": "word", "text.max_features": 5000}
+    defaults |= {"image.size": 16, "image.features": "pixels", "span.threshold": 0.5, "span.neighbours": 1}
     return {
         h.name: defaults[h.name] for h in HEADS if h.name in defaults and is_active(h, defaults, features)
     }

@@ -47,11 +47,11 @@ from typing import Any, Literal
 import torch
 from transformers import GenerationConfig, StoppingCriteriaList
 
-from rl_core.models import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policies.lm_precision import Autocast, autocast, autocast_dtype
 from rl_core.policies.lm_stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
-from rl_core.policies.lm_vllm import VLLMSampler
-from rl_core.policy import Prompt, Sample, Scored
+from rl_core.policies.lm_vllm import VLLMSampler, VLLMSettings
+from rl_core.policies.lm_weights import EMBEDDED_MODEL, load_pretrained, resolve_model
+from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import PromptLimits, PromptStyle, build_messages
 
 
@@ -60,7 +60,7 @@ class LMPolicyConfig:
     """How an LMPolicy samples, scores and adapts. The defaults suit SmolLM2-135M on a CPU."""
 
     model: str = EMBEDDED_MODEL
-    """A name or path for `rl_core.models.resolve_model`, loaded when no model object is passed in."""
+    """A name or path for `lm_weights.resolve_model`, loaded when no model object is passed in."""
     cache_dir: str | None = None
     """Where the embedded model is converted (e.g. PRACTICUM_DATA_DIR/models); needed only for it."""
     seed: int = 0
@@ -134,7 +134,10 @@ def _resolve_device(name: str) -> torch.device:
 def _resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    return getattr(torch, name)
+    dtype = getattr(torch, name)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"LMPolicyConfig.dtype {name!r} is not a torch dtype.")
+    return dtype
 
 
 class LMPolicy:
@@ -143,7 +146,7 @@ class LMPolicy:
     Args:
         config: model, sampling, prompt and LoRA settings.
         model: a transformers causal LM to adapt (tests build tiny ones); None loads `config.model` with
-            `rl_core.models.resolve_model` (converting the embedded model into `config.cache_dir` once).
+            `lm_weights.resolve_model` (converting the embedded model into `config.cache_dir` once).
         tokenizer: the model's tokenizer, required with `model`; a chat template is used when it has one.
         model_path: the folder of a passed-in `model`, needed only by the vLLM sampler.
     """
@@ -172,7 +175,8 @@ class LMPolicy:
         self.eos_ids = eos_ids(model, tokenizer)
         self.model = self._adapt(model)
         self.version = 0
-        self._vllm = VLLMSampler(model_path, config) if self._wants_vllm(model_path) else None
+        self._vllm = self._vllm_sampler(model_path)
+        self._vllm_version: int | None = None  # the version whose adapter the vLLM sampler has
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -219,13 +223,30 @@ class LMPolicy:
             task_type="CAUSAL_LM",
         )
 
-    def _wants_vllm(self, model_path: Path | str | None) -> bool:
+    def _vllm_sampler(self, model_path: Path | str | None) -> VLLMSampler | None:
+        """The vLLM sampler `config.sampler` asks for, or None to sample with transformers."""
         if self.config.sampler == "transformers":
-            return False
+            return None
         available = importlib.util.find_spec("vllm") is not None and self.device.type == "cuda"
-        if self.config.sampler == "vllm" and not (available and model_path is not None):
-            raise ValueError("sampler='vllm' needs vLLM installed, a cuda device and a model folder.")
-        return available and model_path is not None
+        if not (available and model_path is not None):
+            if self.config.sampler == "vllm":
+                raise ValueError("sampler='vllm' needs vLLM installed, a cuda device and a model folder.")
+            return None
+        config = self.config
+        settings = VLLMSettings(
+            temperature=config.temperature, top_p=config.top_p, max_new_tokens=config.max_new_tokens,
+            max_prompt_tokens=config.max_prompt_tokens, lora_r=config.lora_r,
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization, stop_token_ids=tuple(self.eos_ids),
+        )  # fmt: skip
+        return VLLMSampler(model_path, settings)
+
+    def _vllm_generate(self, sampler: VLLMSampler, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
+        """Sample with vLLM, first handing it the current adapter when the version moved since the last."""
+        if self._vllm_version != self.version:
+            folder = self.save_adapter(sampler.next_adapter_dir())
+            sampler.use_adapter(folder)
+            self._vllm_version = self.version
+        return sampler.generate(prompt_ids, seed)
 
     # Prompts and responses as token ids.
 
@@ -240,10 +261,10 @@ class LMPolicy:
         return fit_tokens(list(ids), self.config.max_prompt_tokens)
 
     def response_ids(self, sample: Sample) -> list[int]:
-        """The sampled token ids (``info["response_ids"]``), or the response text tokenized, for samples the
-        policy did not write (demonstrations)."""
-        if "response_ids" in sample.info:
-            return [int(token) for token in sample.info["response_ids"]]
+        """The sampled token ids (the sample's `TokenAction`), or the response text tokenized, for samples
+        the policy did not write (demonstrations)."""
+        if isinstance(sample.action, TokenAction):
+            return list(sample.action.token_ids)
         return list(self.tokenizer(sample.response, add_special_tokens=False)["input_ids"])
 
     # The Policy interface.
@@ -251,8 +272,9 @@ class LMPolicy:
     def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
         """One response per prompt, tagged with `self.version`; deterministic given `generator`'s state.
 
-        ``Sample.info`` holds response_ids, prompt_tokens, new_tokens, stop ("code_block", "eos" or "length"),
-        sampler, and the batch's generation_s and tokens_per_s (generated tokens / generation seconds).
+        ``Sample.action`` is a `TokenAction` of the sampled ids. ``Sample.info`` holds prompt_tokens,
+        new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's generation_s and
+        tokens_per_s (generated tokens / generation seconds).
         """
         samples: list[Sample] = []
         for chunk in _chunks(len(prompts), self.config.generation_batch):
@@ -263,7 +285,8 @@ class LMPolicy:
     def _sample_batch(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
         prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
         started = time.perf_counter()
-        raw = self._vllm.generate(self, prompt_ids, seed) if self._vllm else self._generate(prompt_ids, seed)
+        vllm = self._vllm
+        raw = self._vllm_generate(vllm, prompt_ids, seed) if vllm else self._generate(prompt_ids, seed)
         elapsed = max(time.perf_counter() - started, 1e-9)
         responses = [trim_response(ids, self.tokenizer, self.eos_ids) for ids in raw]
         response_ids = [ids for ids, _ in responses]
@@ -280,8 +303,8 @@ class LMPolicy:
                 response=self.tokenizer.decode(ids, skip_special_tokens=True),
                 logprobs=tuple(logprobs),
                 policy_version=self.version,
-                info={"response_ids": ids, "prompt_tokens": len(p_ids), "new_tokens": len(ids), "stop": stop}
-                | shared,
+                info={"prompt_tokens": len(p_ids), "new_tokens": len(ids), "stop": stop} | shared,
+                action=TokenAction(tuple(ids)),
             )
             for prompt, p_ids, (ids, stop), logprobs in zip(prompts, prompt_ids, responses, old, strict=True)
         ]
@@ -332,8 +355,7 @@ class LMPolicy:
             raise ValueError("The saved adapter does not match this policy's LoRA modules or rank.")
         set_peft_model_state_dict(self.model, saved)
         self.version = int(state["version"])
-        if self._vllm is not None:
-            self._vllm.pushed_version = None  # new weights under a possibly equal version: push again
+        self._vllm_version = None  # new weights under a possibly equal version: hand them to vLLM again
 
     @contextlib.contextmanager
     def activation_checkpointing(self, *, enabled: bool = True) -> Iterator[None]:
@@ -368,7 +390,7 @@ class LMPolicy:
             out = self.model.generate(
                 input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=limit
             )
-        return self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+        return str(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
 
     def save_adapter(self, directory: Path | str) -> Path:
         """Save the adapter (safetensors + adapter_config.json) for vLLM, warm starts or sharing."""
@@ -401,7 +423,8 @@ class LMPolicy:
                 generation_config=config,
                 stopping_criteria=StoppingCriteriaList([stop]),
             )
-        return out[:, ids.shape[1] :].tolist()
+        sampled: list[list[int]] = out[:, ids.shape[1] :].tolist()
+        return sampled
 
     def _old_logprobs(self, prompt_ids: list[list[int]], response_ids: list[list[int]]) -> list[list[float]]:
         """Each response's per-token log-probs under π now, by the same forward pass as `score`."""

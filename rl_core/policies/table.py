@@ -2,7 +2,8 @@
 
 It has one learnable logit per family. Its "program" is a tiny Python snippet tagged with the family
 (`# family: NAME`), so a simulated executor can read the family from `sample.info["family"]` and an improve
-prompt can read it back from the earlier solution's code. Each sample is one choice, so T = 1.
+prompt can read it back from the earlier solution's code. Each sample is one choice, so T = 1: its action
+is a `ChoiceAction` of the one head ``family``; `score` reads the response's tag for a sample without one.
 
 On an improve prompt the logit of the earlier solution's family gets a fixed, non-learned `keep_bonus`: the
 simplest model of "improving a LightGBM program yields a LightGBM program" (improve-chains stay in a family).
@@ -16,9 +17,11 @@ from collections.abc import Sequence
 
 import torch
 
-from rl_core.policy import Prompt, Sample, Scored
+from rl_core.policy import ChoiceAction, Prompt, Sample, Scored
 
 _FAMILY_TAG = re.compile(r"^# family: (\S+)$", re.MULTILINE)
+FAMILY = "family"
+"""The one head of a TablePolicy's `ChoiceAction`."""
 
 
 def render_program(family: str) -> str:
@@ -102,6 +105,7 @@ class TablePolicy(torch.nn.Module):
                         logprobs=(float(log_probs[index]),),
                         policy_version=self.version,
                         info={"family": family},
+                        action=ChoiceAction(choices={FAMILY: family}, drawn=(FAMILY,)),
                     )
                 )
         return samples
@@ -109,7 +113,20 @@ class TablePolicy(torch.nn.Module):
     def score(self, samples: Sequence[Sample]) -> Scored:
         """(B, 1) log-probs of each sample's family under the current logits, with gradients."""
         log_probs = torch.log_softmax(self._logits_for([sample.prompt for sample in samples]), dim=1)
-        chosen = torch.tensor([self.families.index(sample.info["family"]) for sample in samples])
+        chosen = torch.tensor([self.families.index(self._family(sample)) for sample in samples])
         logprobs = log_probs.gather(1, chosen.unsqueeze(1))
         entropy = -(log_probs.exp() * log_probs).sum(dim=1)
         return Scored(logprobs=logprobs, mask=torch.ones_like(logprobs, dtype=torch.bool), entropy=entropy)
+
+    def _family(self, sample: Sample) -> str:
+        """The family `sample` chose: its action's, or else its response's tag (ValueError when it names
+        none of this table's)."""
+        action = sample.action
+        family = (
+            action.choices.get(FAMILY) if isinstance(action, ChoiceAction) else family_of(sample.response)
+        )
+        if not isinstance(family, str) or family not in self.families:
+            raise ValueError(
+                f"TablePolicy cannot score a sample of family {family!r}: its families are {self.families}."
+            )
+        return family

@@ -174,7 +174,7 @@ def program_env(
 
 def build_command(
     request: ExecutionRequest, isolation: Isolation, uid: int | None, marker_fd: int | None = None
-) -> tuple[list[str], dict]:
+) -> tuple[list[str], dict[str, str]]:
     """(argv, env for the spawned process): prlimit, then bwrap or nothing, then setpriv when root."""
     env = program_env(request, isolation, marker_fd)
     switch_user = setpriv(uid) if uid is not None else []

@@ -12,9 +12,10 @@ import signal
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rl_core.instrument import MARKER_PREFIX
 from rl_core.sandbox.command import PROGRAM_NAME
@@ -114,7 +115,10 @@ class Supervisor:
             start_new_session=True,
             pass_fds=(channel.child_fd,) if channel is not None else (),
         )
-        streams: list = [(self.proc.stdout, self.stdout.feed), (self.proc.stderr, self.stderr.feed)]
+        streams: list[tuple[Any, Callable[[bytes], None]]] = [
+            (self.proc.stdout, self.stdout.feed),
+            (self.proc.stderr, self.stderr.feed),
+        ]
         if channel is not None:
             channel.spawned()
             streams.append((channel.ours, self.markers.feed))

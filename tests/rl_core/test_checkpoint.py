@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -17,7 +19,15 @@ from rl_core.checkpoint import (
     warm_start,
 )
 from rl_core.policies.table import TablePolicy
-from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
+from rl_core.policy import (
+    ChoiceAction,
+    Experience,
+    PreviousSolution,
+    Prompt,
+    Sample,
+    TaskInfo,
+    TokenAction,
+)
 
 TASK = TaskInfo("comp", "a task", "rmse", False, "id", ("y",), 60.0, features={"rows": 100})
 
@@ -68,6 +78,37 @@ def test_a_sample_survives_a_checkpoint_round_trip(directory):
     save_checkpoint(directory, 1, {"sample": sample_to_dict(improve_sample()), "t": torch.ones(2)})
     loaded = load_checkpoint(directory)  # weights_only: plain data and tensors only
     assert sample_from_dict(loaded["sample"], {"comp": TASK}) == improve_sample()
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        TokenAction((5, 17, 2)),
+        ChoiceAction(choices={"family": "knn", "knn.k": 5}, drawn=("knn.k",), excluded={"knn.k": 15}),
+    ],
+)
+def test_a_sample_keeps_its_action_through_a_checkpoint_file(directory, action):
+    sample = replace(improve_sample(), action=action)
+    save_checkpoint(directory, 1, {"sample": sample_to_dict(sample)})
+    assert sample_from_dict(load_checkpoint(directory)["sample"], {"comp": TASK}).action == action
+
+
+@pytest.mark.parametrize(
+    ("info", "action"),
+    [
+        ({"response_ids": [5, 17, 2], "stop": "eos"}, TokenAction((5, 17, 2))),
+        (
+            {"family": "knn", "choices": {"family": "knn", "knn.k": 5}, "drawn": ["knn.k"], "mutated": []},
+            ChoiceAction(choices={"family": "knn", "knn.k": 5}, drawn=("knn.k",)),
+        ),
+        ({"family": "knn"}, None),
+    ],
+)
+def test_a_sample_saved_before_samples_had_an_action_reads_it_from_its_info(info, action):
+    saved = sample_to_dict(replace(improve_sample(), info=info))
+    del saved["action"]  # the form checkpoints had before
+    loaded = sample_from_dict(saved, {"comp": TASK})
+    assert (loaded.action, loaded.info) == (action, info)
 
 
 def test_an_experience_survives_the_plain_data_round_trip():

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from rl_core.environment import AttemptOutcome, TaskFiles, run_program, run_response
+from rl_core.environment import TaskFiles, run_program, run_response
 from rl_core.grading import GradingSpec
 from rl_core.instrument import STAGES
+from rl_core.outcome import AttemptOutcome
 from rl_core.reward import RewardConfig
 
 NONCE = "feedc0de"

@@ -257,6 +257,79 @@ def test_an_undefined_score_makes_the_submission_invalid():
     assert "undefined for this submission" in error_of(answers, answers, spec)
 
 
+def test_a_constant_prediction_under_pearson_is_invalid_and_marked_undefined(answers):
+    grade = grade_frames(answers.assign(y=2.0), answers, GradingSpec("pearson", "id", ("y",)))
+    assert (grade.valid, grade.undefined) == (False, True)
+    assert grade.error == "The metric 'pearson' is undefined for this submission (it scored nan)."
+
+
+def test_a_submission_that_fails_a_check_is_not_marked_undefined(answers):
+    assert not grade_frames(answers.iloc[1:], answers, RMSE).undefined
+
+
+# -- the checks of MLE-bench's graders -----------------------------------------------------------------------
+
+AUTHORS = pd.DataFrame({"id": ["id1", "id2"], "EAP": [1, 0], "HPL": [0, 1], "MWS": [0, 0]})
+LOG_LOSS = GradingSpec("log_loss", "id", ("EAP", "HPL", "MWS"))
+
+
+def test_extra_columns_are_invalid_where_the_grader_refuses_them():
+    submission = AUTHORS.assign(EAP=0.5, HPL=0.25, MWS=0.25, text="x")
+    assert error_of(submission, AUTHORS, LOG_LOSS) == (
+        "The submission must have exactly the columns 'id', 'EAP', 'HPL', 'MWS', not also 'text'."
+    )
+
+
+def test_extra_columns_are_ignored_where_the_grader_ignores_them():
+    submission = AUTHORS.assign(EAP=0.5, HPL=0.25, MWS=0.25, text="x")
+    assert grade_frames(submission, AUTHORS, GradingSpec("log_loss_6dp", "id", ("EAP", "HPL", "MWS"))).valid
+
+
+def test_probability_rows_must_sum_to_one_within_the_graders_tolerance():
+    submission = AUTHORS.assign(EAP=[0.5, 0.2], HPL=[0.25, 0.5], MWS=[0.25, 0.31])
+    assert error_of(submission, AUTHORS, LOG_LOSS) == (
+        "Each row of probabilities must sum to 1 within 1e-6 (numpy.isclose, atol=1e-6), which the rows of "
+        "ids 'id2' (1.01) do not."
+    )
+    within = AUTHORS.assign(EAP=[0.5, 0.2], HPL=[0.25, 0.5], MWS=[0.25, 0.300001])
+    assert grade_frames(within, AUTHORS, LOG_LOSS).score == pytest.approx(-(np.log(0.5) + np.log(0.5)) / 2)
+
+
+def test_rows_are_not_renormalised_before_scoring():
+    answers = pd.DataFrame({"id": [1], "a": [1], "b": [0]})
+    spec = GradingSpec("log_loss_6dp", "id", ("a", "b"))
+    assert not grade_frames(pd.DataFrame({"id": [1], "a": [0.5], "b": [0.4]}), answers, spec).valid
+
+
+@pytest.mark.parametrize("metric", ["quadratic_weighted_kappa", "accuracy"])
+def test_fractional_labels_are_invalid_where_the_answers_are_whole_numbers(metric):
+    answers = pd.DataFrame({"id": [1, 2, 3], "score": [1, 2, 3]})
+    error = error_of(answers.assign(score=[1.0, 2.5, 3.0]), answers, GradingSpec(metric, "id", ("score",)))
+    assert error.startswith("Column 'score' of the submission must hold whole-number labels like the answers")
+    assert "'2' ('2.5')" in error
+
+
+def test_whole_labels_written_as_floats_are_accepted():
+    answers = pd.DataFrame({"id": [1, 2, 3], "score": [1, 2, 3]})
+    spec = GradingSpec("quadratic_weighted_kappa", "id", ("score",))
+    assert grade_frames(answers.assign(score=["1.0", "2", "3.0"]), answers, spec).score == pytest.approx(1.0)
+
+
+TWEETS = pd.DataFrame({"textID": ["a1", "b2"], "selected_text": ["so sad", "Good Day"]})
+JACCARD = GradingSpec("jaccard", "textID", ("selected_text",))
+
+
+def test_a_text_metric_grades_text_and_takes_an_empty_cell_as_empty_text():
+    submission = pd.DataFrame({"textID": ["b2", "a1"], "selected_text": ["good day today", ""]})
+    assert grade_frames(submission, TWEETS, JACCARD).score == pytest.approx((0.0 + 2 / 3) / 2)
+
+
+def test_a_text_metric_still_needs_every_id(tmp_path):
+    path = write(tmp_path, "textID,selected_text\na1,\n")
+    answers = write(tmp_path, "textID,selected_text\na1,so sad\nb2,good\n", "answers.csv")
+    assert "lacks ids 'b2'" in grade_submission(path, answers, JACCARD).error
+
+
 # -- our own mistakes raise ----------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -128,7 +129,7 @@ def test_sampling_is_deterministic_under_a_seeded_generator(task):
 
 def test_samples_carry_one_logprob_per_drawn_head_and_the_family(task):
     sample = GrammarPolicy().sample(_solve(task), generator=_seeded())[0]
-    assert len(sample.logprobs) == len(sample.info["drawn"])
+    assert len(sample.logprobs) == len(sample.action.drawn)
     assert sample.info["family"] == sample.info["choices"]["family"] in FAMILIES
     assert parse_choices(_code(sample.response)) == sample.info["choices"]
 
@@ -146,6 +147,17 @@ def test_sample_logprobs_equal_score_logprobs_under_the_same_parameters(task):
         n = len(sample.logprobs)
         assert scored.mask[row].sum() == n
         assert torch.allclose(scored.logprobs[row, :n], torch.tensor(sample.logprobs), atol=1e-5)
+
+
+def test_score_reads_the_action_and_never_the_dashboard_info(task):
+    policy = GrammarPolicy()
+    with torch.no_grad():
+        policy.layer("family").weight.normal_(generator=_seeded(1))
+    sample = policy.sample(_solve(task), generator=_seeded(2))[0]
+    blank = dataclasses.replace(sample, info={})
+    assert torch.equal(policy.score([blank]).logprobs, policy.score([sample]).logprobs)
+    with pytest.raises(ValueError, match="ChoiceAction"):
+        policy.score([dataclasses.replace(sample, action=None)])
 
 
 def test_a_gradient_step_on_one_sample_raises_its_probability(task):
@@ -190,7 +202,7 @@ def test_scored_entries_past_a_sample_s_heads_are_masked_zeros(task):
 
 def test_a_uniform_policy_has_the_mean_log_option_count_as_entropy(task):
     sample = GrammarPolicy().sample(_solve(task), generator=_seeded())[0]
-    sizes = [len(HEAD_BY_NAME[name].options) for name in sample.info["drawn"]]
+    sizes = [len(HEAD_BY_NAME[name].options) for name in sample.action.drawn]
     entropy = GrammarPolicy().score([sample]).entropy
     assert entropy.item() == pytest.approx(float(np.mean(np.log(sizes))), abs=1e-5)
 
@@ -223,7 +235,7 @@ def test_an_improve_prompt_changes_a_few_choices_and_keeps_the_rest(task):
     kept = [
         h
         for h in previous.info["choices"]
-        if h not in improved.info["drawn"] and h in improved.info["choices"]
+        if h not in improved.action.drawn and h in improved.info["choices"]
     ]
     assert all(improved.info["choices"][h] == previous.info["choices"][h] for h in kept)
     assert kept

@@ -11,6 +11,7 @@ from rl_core.leaderboard import (
     load_leaderboard_scores,
     medal_thresholds,
     medal_tier,
+    mlebench_round,
     percentile,
 )
 
@@ -184,3 +185,20 @@ def test_an_empty_leaderboard_file_is_refused(tmp_path):
     path.write_text("")
     with pytest.raises(ValueError, match="not a readable CSV"):
         load_leaderboard_scores(path)
+
+
+def test_a_score_is_rounded_to_five_decimals_before_it_meets_a_threshold_as_mlebench_rounds_it():
+    thresholds = MedalThresholds(gold=0.9, silver=0.8, bronze=0.7, median=0.6)
+    assert medal_tier(0.899996, thresholds, higher_is_better=True) == "gold"  # MLE-bench reports 0.9
+    assert medal_tier(0.899994, thresholds, higher_is_better=True) == "silver"  # ... and 0.89999 here
+    losses = MedalThresholds(gold=0.5, silver=0.6, bronze=0.7, median=0.8)
+    assert medal_tier(0.700004, losses, higher_is_better=False) == "bronze"
+    assert not above_median(0.600004, thresholds, higher_is_better=True)
+
+
+def test_a_percentile_ties_a_score_that_rounds_to_a_leaderboard_score():
+    assert percentile(0.8000004, [0.9, 0.8, 0.7], higher_is_better=True) == pytest.approx(0.5)
+
+
+def test_mlebench_round_is_pythons_round_to_five_places():
+    assert mlebench_round(0.123455) == round(0.123455, 5) and mlebench_round(2) == 2.0

@@ -11,7 +11,7 @@ import torch
 
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.policies.lm import CodeBlockStop, LMPolicy, LMPolicyConfig, trim_response
-from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo
+from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo, TokenAction
 from rl_core.testing import tiny_llama, tiny_tokenizer
 
 TASK = TaskInfo(
@@ -70,7 +70,7 @@ def test_a_sample_has_one_log_prob_per_response_token_and_the_policy_version():
     policy.version = 3
     samples = draw(policy, [SOLVE, IMPROVE])
     for sample in samples:
-        assert 1 <= len(sample.logprobs) == len(sample.info["response_ids"]) <= 12
+        assert 1 <= len(sample.logprobs) == len(sample.action.token_ids) <= 12
         assert sample.policy_version == 3
         assert sample.info["tokens_per_s"] > 0
 
@@ -88,7 +88,7 @@ def test_log_probs_are_those_of_the_temperature_scaled_softmax():
     base = tiny_model()
     policy = make_policy(copy.deepcopy(base), temperature=0.5)
     sample = draw(policy, [SOLVE])[0]
-    prompt, response = policy.prompt_ids(SOLVE), sample.info["response_ids"]
+    prompt, response = policy.prompt_ids(SOLVE), list(sample.action.token_ids)
     with torch.no_grad():
         logits = base(torch.tensor([prompt + response])).logits[0, len(prompt) - 1 : -1]
     expected = torch.log_softmax(logits / 0.5, dim=-1).gather(1, torch.tensor(response)[:, None]).squeeze(1)
@@ -99,7 +99,7 @@ def test_entropy_is_the_mean_per_token_entropy_of_the_scaled_softmax():
     base = tiny_model()
     policy = make_policy(copy.deepcopy(base), temperature=2.0)
     sample = draw(policy, [SOLVE])[0]
-    prompt, response = policy.prompt_ids(SOLVE), sample.info["response_ids"]
+    prompt, response = policy.prompt_ids(SOLVE), list(sample.action.token_ids)
     with torch.no_grad():
         logits = base(torch.tensor([prompt + response])).logits[0, len(prompt) - 1 : -1]
     logp = torch.log_softmax(logits / 2.0, dim=-1)
@@ -111,8 +111,8 @@ def test_sampling_is_deterministic_given_the_generator():
     policy = make_policy()
     first, again = draw(policy, [SOLVE, SOLVE], seed=1), draw(policy, [SOLVE, SOLVE], seed=1)
     other = draw(policy, [SOLVE, SOLVE], seed=2)
-    assert [s.info["response_ids"] for s in first] == [s.info["response_ids"] for s in again]
-    assert [s.info["response_ids"] for s in first] != [s.info["response_ids"] for s in other]
+    assert [s.action for s in first] == [s.action for s in again]
+    assert [s.action for s in first] != [s.action for s in other]
 
 
 def test_sampling_leaves_the_global_random_state_alone():
@@ -221,9 +221,8 @@ def test_the_learner_takes_a_ppo_step_on_an_lm_policy_with_ratios_of_one():
 
 def truncated(sample: Sample, length: int) -> Sample:
     """The sample's first `length` tokens (their old log-probs are the same as in the whole sample)."""
-    ids = sample.info["response_ids"][:length]
-    info = sample.info | {"response_ids": ids}
-    return dataclasses.replace(sample, logprobs=sample.logprobs[:length], info=info)
+    ids = sample.action.token_ids[:length]
+    return dataclasses.replace(sample, logprobs=sample.logprobs[:length], action=TokenAction(ids))
 
 
 def test_a_step_accumulated_over_micro_batches_is_the_step_of_one_pass():
@@ -320,3 +319,35 @@ def test_vllm_samples_with_the_adapter_pushed_after_an_update(tmp_path):
     second = draw(policy, [SOLVE])[0]
     assert (first.info["sampler"], second.info["sampler"]) == ("vllm", "vllm")
     assert policy._vllm is not None and policy._vllm.pushes == 2
+
+
+class RecordingSampler:
+    """Stands in for VLLMSampler's interface (pure logic: which adapter folders the policy hands over)."""
+
+    def __init__(self, root) -> None:
+        self.root, self.used, self.pushes = root, [], 0
+
+    def next_adapter_dir(self):
+        return self.root / f"push-{self.pushes + 1}"
+
+    def use_adapter(self, folder) -> None:
+        self.pushes += 1
+        self.used.append(folder)
+
+    def generate(self, prompt_ids, seed):
+        return [[5, 6, 7] for _ in prompt_ids]
+
+
+def test_the_policy_hands_the_vllm_sampler_its_adapter_once_per_version_and_after_a_load(tmp_path):
+    policy = make_policy()
+    sampler = RecordingSampler(tmp_path)
+    policy._vllm = sampler
+    draw(policy, [SOLVE])
+    draw(policy, [SOLVE])
+    policy.version += 1
+    [sample] = draw(policy, [SOLVE])
+    policy.load_state_dict(policy.state_dict())
+    draw(policy, [SOLVE])
+    assert sampler.used == [tmp_path / f"push-{n}" for n in (1, 2, 3)]
+    assert all((folder / "adapter_config.json").exists() for folder in sampler.used)
+    assert (sample.info["sampler"], sample.action) == ("vllm", TokenAction((5, 6, 7)))

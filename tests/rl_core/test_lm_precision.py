@@ -99,7 +99,7 @@ def test_under_bf16_autocast_weights_gradients_and_log_probs_stay_float32():
 def test_off_gives_log_probs_and_gradients_bit_identical_to_a_plain_float32_forward():
     policy = policy_with(tiny_model(), "off", checkpoint_activations=False, reference=False)
     sample = draw(policy, [SOLVE])[0]
-    prompt, response = policy.prompt_ids(SOLVE), sample.info["response_ids"]
+    prompt, response = policy.prompt_ids(SOLVE), list(sample.action.token_ids)
     scored = policy.score([sample])
     scored.logprobs.sum().backward()
     gradient_policy = [p.grad.clone() for p in policy.parameters()]

@@ -44,9 +44,11 @@ def example(name: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np
         return _classes(rng, n, 5)[:, None], _classes(rng, n, 5)[:, None]
     if name == "roc_auc":
         return _binary(rng, n), rng.random((n, 1))
-    if name == "mean_columnwise_roc_auc":
+    if name.startswith("mean_columnwise_roc_auc"):
         return _binary(rng, n, 3), rng.random((n, 3))
-    if name in {"roc_auc_ovr", "log_loss"}:
+    if name == "jaccard":
+        return _texts(rng, n), _texts(rng, n)
+    if name in {"roc_auc_ovr", "log_loss", "log_loss_6dp"}:
         return _one_hot(_classes(rng, n, 4), 4), rng.dirichlet(np.ones(4), size=n)
     columns = 1 if name in {"pearson", "spearman"} else 2
     y_true = _positive_values(rng, n, columns)
@@ -55,6 +57,30 @@ def example(name: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np
 
 def _labels(y: np.ndarray) -> np.ndarray:
     return y[:, 0]
+
+
+WORDS = np.array(["good", "Bad", "day", "so", "sad", "", "happy"], dtype=object)
+
+
+def _texts(rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, 1) object array of texts of 1 to 4 words, some repeated or capitalised."""
+    return np.array(
+        [[" ".join(rng.choice(WORDS[:5], size=rng.integers(1, 5)))] for _ in range(n)], dtype=object
+    )
+
+
+def _tweet_jaccard(t: np.ndarray, p: np.ndarray) -> float:
+    """tweet-sentiment-extraction's grader: mean over rows of |A ∩ B| / (|A| + |B| - |A ∩ B|)."""
+    scores = []
+    for prediction, answer in zip(p[:, 0], t[:, 0], strict=True):
+        a, b = set(prediction.lower().split()), set(answer.lower().split())
+        scores.append(len(a & b) / (len(a) + len(b) - len(a & b)))
+    return float(np.mean(scores))
+
+
+def _mlebench_log_loss(t: np.ndarray, p: np.ndarray) -> float:
+    """scikit-learn >= 1.5's log loss on one-hot answers, as MLE-bench's graders call it."""
+    return skm.log_loss(t, p)
 
 
 REFERENCES = {
@@ -68,7 +94,11 @@ REFERENCES = {
     "roc_auc": lambda t, p: skm.roc_auc_score(_labels(t), _labels(p)),
     "roc_auc_ovr": lambda t, p: skm.roc_auc_score(t.argmax(1), p, multi_class="ovr", average="macro"),
     "mean_columnwise_roc_auc": lambda t, p: np.mean([skm.roc_auc_score(t[:, c], p[:, c]) for c in range(3)]),
-    "log_loss": lambda t, p: skm.log_loss(t.argmax(1), p, labels=range(t.shape[1])),
+    "mean_columnwise_roc_auc_exact": lambda t, p: np.mean(
+        [skm.roc_auc_score(t[:, c], p[:, c]) for c in range(3)]
+    ),
+    "log_loss": _mlebench_log_loss,
+    "log_loss_6dp": _mlebench_log_loss,
     "rmse": lambda t, p: math.sqrt(skm.mean_squared_error(t, p)),
     "rmsle": lambda t, p: math.sqrt(skm.mean_squared_log_error(t, p)),
     "mean_columnwise_rmsle": lambda t, p: skm.root_mean_squared_log_error(t, p),
@@ -76,13 +106,22 @@ REFERENCES = {
     "r2": lambda t, p: skm.r2_score(t, p),
     "pearson": lambda t, p: stats.pearsonr(_labels(t), _labels(p)).statistic,
     "spearman": lambda t, p: stats.spearmanr(_labels(t), _labels(p)).statistic,
+    "jaccard": _tweet_jaccard,
 }
 
 
 PREDICTION_KINDS = {
     "label": ["accuracy", "balanced_accuracy", "f1", "f1_macro", "quadratic_weighted_kappa"],
-    "probability": ["roc_auc", "roc_auc_ovr", "mean_columnwise_roc_auc", "log_loss"],
+    "probability": [
+        "roc_auc",
+        "roc_auc_ovr",
+        "mean_columnwise_roc_auc",
+        "mean_columnwise_roc_auc_exact",
+        "log_loss",
+        "log_loss_6dp",
+    ],
     "value": ["rmse", "rmsle", "mean_columnwise_rmsle", "mae", "r2", "pearson", "spearman"],
+    "text": ["jaccard"],
 }
 
 
@@ -167,17 +206,44 @@ def test_binary_log_loss_takes_one_column_of_p1():
     )
 
 
-def test_log_loss_clips_a_confidently_wrong_probability_at_1e_minus_15():
+def test_log_loss_clips_a_confidently_wrong_probability_at_machine_epsilon_as_scikit_learn_does():
     y_true, y_pred = np.array([[1.0], [0.0]]), np.array([[0.0], [0.0]])
+    assert np.finfo(np.float64).eps == LOG_LOSS_EPS
     assert get_metric("log_loss").fn(y_true, y_pred) == pytest.approx(-math.log(LOG_LOSS_EPS) / 2)
+    assert get_metric("log_loss").fn(y_true, y_pred) == pytest.approx(skm.log_loss([1, 0], [0.0, 0.0]))
 
 
-def test_log_loss_renormalises_rows_that_do_not_sum_to_one():
-    rng = np.random.default_rng(8)
-    y_true, y_pred = example("log_loss", rng, 30)
-    scaled = y_pred * rng.uniform(0.2, 1.0, size=(30, 1))  # <= 1, so clipping plays no part
-    assert get_metric("log_loss").fn(y_true, scaled) == pytest.approx(
-        get_metric("log_loss").fn(y_true, y_pred)
+def test_log_loss_does_not_renormalise_rows_the_grader_has_checked():
+    y_true, y_pred = np.array([[1.0, 0.0]]), np.array([[0.5, 0.25]])
+    assert get_metric("log_loss").fn(y_true, y_pred) == pytest.approx(math.log(2))
+
+
+@pytest.mark.parametrize(
+    "name, sums, passes",
+    [
+        ("log_loss", [1.0, 1.0 + 1e-5, 1.0 - 1.1e-5], [True, True, True]),  # numpy.isclose(atol=1e-6)
+        ("log_loss", [1.0 + 1.2e-5, 0.99], [False, False]),
+        ("log_loss_6dp", [1.0 + 4e-7, 1.0 - 4e-7], [True, True]),  # .round(6).eq(1)
+        ("log_loss_6dp", [1.0 + 6e-7, 1.0 + 1e-5], [False, False]),
+    ],
+)
+def test_probability_rows_must_sum_to_one_within_the_graders_tolerance(name, sums, passes):
+    assert get_metric(name).row_sums.check(np.array(sums)).tolist() == passes
+
+
+def test_the_log_loss_graders_differ_on_extra_columns():
+    assert get_metric("log_loss").exact_columns and not get_metric("log_loss_6dp").exact_columns
+
+
+def test_word_jaccard_lowercases_and_splits_on_whitespace():
+    y_true = np.array([["Sooo SAD"], ["good day"], ["it is"]], dtype=object)
+    y_pred = np.array([["sooo sad i"], [""], ["it  is"]], dtype=object)
+    assert get_metric("jaccard").fn(y_true, y_pred) == pytest.approx((2 / 3 + 0.0 + 1.0) / 3)
+
+
+def test_word_jaccard_is_undefined_where_both_texts_are_empty():
+    assert math.isnan(
+        get_metric("jaccard").fn(np.array([[""]], dtype=object), np.array([[" "]], dtype=object))
     )
 
 
@@ -193,10 +259,14 @@ def test_roc_auc_refuses_answers_with_a_single_class(name):
         get_metric(name).fn(np.zeros((4, 1)), np.random.default_rng(0).random((4, 1)))
 
 
-@pytest.mark.parametrize("name", ["pearson", "spearman"])
-def test_a_constant_prediction_has_zero_correlation(name):
+def test_pearson_of_a_constant_prediction_is_undefined_as_scipy_gives_it_to_mlebench():
     y_true = np.arange(10.0)[:, None]
-    assert get_metric(name).fn(y_true, np.full((10, 1), 3.0)) == 0.0
+    assert math.isnan(get_metric("pearson").fn(y_true, np.full((10, 1), 3.0)))
+
+
+def test_spearman_of_a_constant_prediction_is_zero():
+    y_true = np.arange(10.0)[:, None]
+    assert get_metric("spearman").fn(y_true, np.full((10, 1), 3.0)) == 0.0
 
 
 def test_a_single_column_metric_refuses_several_columns():

@@ -1,21 +1,29 @@
-"""Sampling ahead of the actors (LoopConfig.sample_ahead): batched draws from the newest policy, handed out as
-actors free up, within a staleness bound, each sample keeping the log-probs of the version that drew it."""
+"""Sampling ahead of the actors (LoopConfig.sample_ahead), by the loop's thread ("inline") or by the
+background sampler's thread ("background"): batched draws from the newest policy, handed out as actors free
+up, within a staleness bound, each sample keeping the log-probs of the version that drew it."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import threading
 
+import pytest
 import torch
 
+from rl_core import sampling
 from rl_core.executors import FamilySpec, Job, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, run_loop
 from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 from rl_core.policies.table import TablePolicy
-from rl_core.policy import TaskInfo
+from rl_core.policy import Prompt, Sample, TaskInfo
 from rl_core.testing import tiny_llama, tiny_tokenizer
 
+SAMPLERS = pytest.mark.parametrize("sampler", ["inline", "background"])
+
 TASK = TaskInfo("tiny", "Predict y.", "rmse", False, "id", ("y",), 60.0, ("train.csv",), "id,x,y\n1,2,3")
+PROMPT = Prompt(task=TASK, kind="solve")
 ANY_PROGRAM = FamilySpec(median_s=2.0, sigma=0.8, score_mean=0.5)
 
 
@@ -54,13 +62,19 @@ def tiny_lm() -> LMPolicy:
     return LMPolicy(config, model=tiny_llama(tokenizer, seed=0, hidden=32), tokenizer=tokenizer)
 
 
-def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_at_a_time():
+@SAMPLERS
+def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_at_a_time(sampler):
     policy = tiny_lm()
     sizes: list[int] = []
     sample = policy.sample
-    policy.sample = lambda prompts, **kw: (sizes.append(len(prompts)), sample(prompts, **kw))[1]  # type: ignore[method-assign]
+    threads: set[str] = set()
+    policy.sample = lambda prompts, **kw: (  # type: ignore[method-assign]
+        sizes.append(len(prompts)),
+        threads.add(threading.current_thread().name),
+        sample(prompts, **kw),
+    )[2]
     launches = Launches(policy)
-    config = LoopConfig(attempts=20, actors=2, batch=4, sample_ahead=6, improve_prob=0.0)
+    config = LoopConfig(attempts=20, actors=2, batch=4, sample_ahead=6, improve_prob=0.0, sampler=sampler)
     learner = Learner(policy, LearnerConfig(lr=1e-3, ppo_epochs=1))
     run_loop(policy=policy, learner=learner, executor=AnyProgramExecutor(capacity=2), tasks=[TASK],
              config=config, observer=launches)  # fmt: skip
@@ -68,6 +82,7 @@ def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_a
     assert max(sizes) == 6 and sum(sizes) >= 20, "draws are batches of sample_ahead, as many as needed"
     assert len(sizes) < 20 / 2, "far fewer generate calls than attempts: actors did not each draw alone"
     assert all(s.info["generation_batch"] in sizes for _, s in launches.launched)
+    assert threads == {"practicum-sampler" if sampler == "background" else "MainThread"}
 
 
 def test_without_sampling_ahead_each_freed_actor_draws_alone():
@@ -81,7 +96,7 @@ def test_without_sampling_ahead_each_freed_actor_draws_alone():
     assert sizes[0] == 4 and set(sizes[1:]) == {1}
 
 
-def table_run(*, max_staleness: int, attempts: int = 200):
+def table_run(*, max_staleness: int, attempts: int = 200, sampler: str = "inline"):
     """A TablePolicy run that draws 16 ahead with 2 actors and an update every 2 results, so the queue
     outlives several updates; returns the launches and each version's logits as they were when it drew."""
     policy = TablePolicy(["fast", "slow"])
@@ -96,25 +111,100 @@ def table_run(*, max_staleness: int, attempts: int = 200):
     launches = Launches(policy)
     table = {"fast": FamilySpec(median_s=1.0, sigma=0.5, score_mean=0.4),
              "slow": FamilySpec(median_s=3.0, sigma=0.5, score_mean=0.9)}  # fmt: skip
-    config = LoopConfig(attempts=attempts, actors=2, batch=2, sample_ahead=16, max_staleness=max_staleness)
+    config = LoopConfig(attempts=attempts, actors=2, batch=2, sample_ahead=16, max_staleness=max_staleness,
+                        sampler=sampler)  # type: ignore[arg-type]  # fmt: skip
     executor = SimulatedExecutor(table, 2, seed=1)
     run_loop(policy=policy, learner=Learner(policy, LearnerConfig(lr=0.5)), executor=executor, tasks=[TASK],
              config=config, observer=launches)  # fmt: skip
     return launches.launched, logits_at
 
 
-def test_no_actor_is_handed_a_sample_older_than_the_staleness_bound():
+@SAMPLERS
+def test_no_actor_is_handed_a_sample_older_than_the_staleness_bound(sampler):
     for bound in (0, 2):
-        launched, _ = table_run(max_staleness=bound)
+        launched, _ = table_run(max_staleness=bound, sampler=sampler)
         ages = [version - sample.policy_version for version, sample in launched]
         assert len(launched) == 200 and max(ages) <= bound
         assert bound == 0 or max(ages) == bound, "the queue outlived updates: the bound was what held"
 
 
-def test_a_sample_keeps_the_log_probs_of_the_version_that_drew_it():
-    launched, logits_at = table_run(max_staleness=3)
+@SAMPLERS
+def test_a_sample_keeps_the_log_probs_of_the_version_that_drew_it(sampler):
+    launched, logits_at = table_run(max_staleness=3, sampler=sampler)
     assert any(version != sample.policy_version for version, sample in launched), "some were stale"
     for _, sample in launched:
         logits = logits_at[sample.policy_version]
         expected = torch.log_softmax(logits, dim=0)[["fast", "slow"].index(sample.info["family"])]
         assert math.isclose(sample.logprobs[0], float(expected), rel_tol=1e-6)
+
+
+def test_the_background_sampler_draws_exactly_the_budget_and_redraws_what_it_drops():
+    drawn: list[int] = []
+    version = {"now": 0}
+
+    def draw(n: int) -> list[Sample]:
+        drawn.append(n)
+        return [Sample(PROMPT, "r", (0.0,), version["now"]) for _ in range(n)]
+
+    engine = sampling.BackgroundSampler(draw, batch=4, low=2, budget=10)
+    engine.start()
+    try:
+        first = engine.take(3, version=0, max_staleness=0)
+        version["now"] = 1  # the queued ones (drawn at 0) are now too stale
+        rest = [engine.take(1, version=1, max_staleness=0) for _ in range(7)]
+        assert engine.take(1, version=1, max_staleness=0) == [], "the budget of 10 is spent"
+    finally:
+        engine.close()
+    handed = first + [s for taken in rest for s in taken]
+    assert len(handed) == 10 and all(s.policy_version == 1 for s in handed[3:])
+    assert sum(drawn) == 10 + engine.dropped and engine.dropped > 0
+
+
+def test_an_error_in_the_sampling_thread_reaches_the_loop():
+    def draw(n: int) -> list[Sample]:
+        raise ValueError("the model is gone")
+
+    engine = sampling.BackgroundSampler(draw, batch=4, low=2, budget=10)
+    engine.start()
+    with pytest.raises(RuntimeError, match="background sampler") as raised:
+        engine.take(1, version=0, max_staleness=1)
+    engine.close()
+    assert isinstance(raised.value.__cause__, ValueError)
+
+
+def test_a_background_run_that_stops_midway_leaves_no_sampling_thread_behind():
+    policy = TablePolicy(["any"])
+    config = LoopConfig(attempts=40, actors=2, batch=4, sample_ahead=8, sampler="background")
+
+    class Stop(Exception):
+        pass
+
+    class StopAtSecondUpdate(Launches):
+        def on_update(self, version, metrics):  # type: ignore[no-untyped-def]
+            if version == 2:
+                raise Stop
+
+    with pytest.raises(Stop):
+        learner = Learner(policy, LearnerConfig(lr=0.05))
+        run_loop(policy=policy, learner=learner, executor=AnyProgramExecutor(2), tasks=[TASK], config=config,
+                 observer=StopAtSecondUpdate(policy))  # fmt: skip
+    assert not any(t.name == "practicum-sampler" for t in threading.enumerate())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM")
+def test_the_background_sampler_drives_vllm_in_batches_in_the_asynchronous_loop(tmp_path):
+    tokenizer = tiny_tokenizer()
+    base = tiny_llama(tokenizer, seed=0, hidden=256)  # vLLM's attention kernels want a head size of 64
+    base.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    config = LMPolicyConfig(max_new_tokens=12, lora_r=8, lora_alpha=16, device="cuda", sampler="vllm")
+    policy = LMPolicy(config, model=base, tokenizer=tokenizer, model_path=tmp_path / "model")
+    launches = Launches(policy)
+    loop = LoopConfig(attempts=16, actors=2, batch=4, sample_ahead=8, improve_prob=0.0, sampler="background")
+    learner = Learner(policy, LearnerConfig(lr=1e-3, ppo_epochs=1))
+    run_loop(policy=policy, learner=learner, executor=AnyProgramExecutor(2), tasks=[TASK], config=loop,
+             observer=launches)  # fmt: skip
+    assert len(launches.launched) == 16 and {s.info["sampler"] for _, s in launches.launched} == {"vllm"}
+    assert max(s.info["generation_batch"] for _, s in launches.launched) == 8

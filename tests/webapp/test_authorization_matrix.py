@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
+from rl_core.outcome import AttemptOutcome
 from webapp.asgi import application
 from webapp.competitions import storage as competition_storage
 from webapp.competitions.models import Competition
@@ -57,7 +58,7 @@ def with_history(run: Run) -> Run:
     services.attempt_start(
         run_id=run.id, key="0-0", competition=competition, sample_fields=SAMPLE, policy_version=0
     )
-    services.attempt_finish(run_id=run.id, key="0-0", result=RESULT, staleness=0)
+    services.attempt_finish(run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(RESULT), staleness=0)
     services.learner_step_record(run_id=run.id, version=1, metrics={"losses/policy": 0.5}, wall_s=1.0)
     return run
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +80,9 @@ def test_a_sqlite_url_with_three_slashes_is_relative_to_the_working_directory(tm
             "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'chatty'.",
         ),
         ("PRACTICUM_DATA_DIR", "/etc/hostname", "PRACTICUM_DATA_DIR must name a directory"),
+        ("PRACTICUM_ATTEMPT_LEASE_S", "soon", "PRACTICUM_ATTEMPT_LEASE_S must be an integer, not 'soon'."),
+        ("PRACTICUM_MAX_RUNS_PER_USER", "0", "PRACTICUM_MAX_RUNS_PER_USER must be at least 1, not 0."),
+        ("PRACTICUM_RECOVERY_INTERVAL_S", "1.5", "PRACTICUM_RECOVERY_INTERVAL_S must be an integer"),
     ],
 )
 def test_a_malformed_variable_stops_start_up_naming_it(tmp_path, variable, value, message):
@@ -90,3 +94,42 @@ def test_a_malformed_variable_stops_start_up_naming_it(tmp_path, variable, value
 def test_production_mode_needs_a_secret_key(tmp_path):
     done = boot(tmp_path, DEBUG="False")
     assert done.returncode != 0 and "SECRET_KEY must be set when DEBUG is False." in done.stderr
+
+
+PRACTICUM_SETTINGS = {
+    "PRACTICUM_MAX_RUNS_PER_USER": 2, "PRACTICUM_MAX_IN_FLIGHT_PER_USER": 8, "PRACTICUM_ATTEMPT_LEASE_S": 30,
+    "PRACTICUM_SUPERVISOR_LEASE_S": 60, "PRACTICUM_MAX_TRIES": 3, "PRACTICUM_VISIBILITY_TIMEOUT_S": 172800,
+    "PRACTICUM_RESULT_POLL_S": 1, "PRACTICUM_RECOVERY_INTERVAL_S": 60,
+}  # fmt: skip
+"""The quota and distributed-path variables, with their defaults."""
+READ_SETTINGS = f"""
+import json, django
+django.setup()
+from django.conf import settings
+print(json.dumps({{name: getattr(settings, name) for name in {sorted(PRACTICUM_SETTINGS)!r}}}))
+"""
+
+
+def test_the_quota_and_worker_variables_are_read_at_start_up_with_their_defaults(tmp_path):
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "webapp.settings",
+           "PRACTICUM_DATA_DIR": str(tmp_path / "data"), "PRACTICUM_MAX_TRIES": "5"}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", READ_SETTINGS], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == PRACTICUM_SETTINGS | {"PRACTICUM_MAX_TRIES": 5}
+
+
+def test_only_the_settings_read_the_environment_through_the_strict_readers():
+    """One place reads the variables: no other module imports webapp.env's readers (as the quotas and the
+    workers' options once did, on first use) or reads a PRACTICUM_* variable from os.environ itself (the
+    sandbox's marker channel, PRACTICUM_MARKER_FD, is a descriptor handed to a program, not a setting)."""
+    direct = re.compile(r"(?:environ\.get|environ\[|getenv)\W+[\"']PRACTICUM_")
+    readers = sorted(
+        str(path.relative_to(ROOT))
+        for package in ("rl_core", "webapp", "workers")
+        for path in (ROOT / package).rglob("*.py")
+        if path.name != "env.py"
+        and ("webapp.env import" in (text := path.read_text()) or direct.search(text))
+    )
+    assert readers == ["webapp/settings.py"]

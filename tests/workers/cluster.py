@@ -207,16 +207,21 @@ _db_counter = iter(range(10**6))
 
 @pytest.fixture
 def redis_url(settings):
-    """A Redis database of this test's own (flushed before and after); settings.REDIS points at it."""
+    """A Redis database of this test's own (flushed before and after); settings.REDIS points at it, and runs
+    started in this process go to Celery (settings.RUN_DISPATCHER), as with REDIS_URL set at start-up. The
+    database REDIS_URL names, unless that is 0 (the other suites'): then one of REDIS_DBS in turn."""
     import redis
 
     from webapp.env import RedisConfig
 
     base = settings.REDIS.url if settings.REDIS else "redis://127.0.0.1:6379/0"
-    url = f"{base.rsplit('/', 1)[0]}/{REDIS_DBS[next(_db_counter) % len(REDIS_DBS)]}"
+    server, db = base.rsplit("/", 1)
+    db = db if db.isdigit() and db != "0" else str(REDIS_DBS[next(_db_counter) % len(REDIS_DBS)])
+    url = f"{server}/{db}"
     client = redis.Redis.from_url(url)
     client.flushdb()
     settings.REDIS = RedisConfig(url=url)
+    settings.RUN_DISPATCHER = "workers.dispatch.CeleryDispatcher"
     yield url
     client.flushdb()
     client.close()
@@ -273,9 +278,7 @@ def sleep_policy(monkeypatch):
 
     def use(families: Sequence[str] = ("sleep_3",)) -> None:
         policy_class = sleep_policy_class()
-        monkeypatch.setattr(
-            "webapp.runs.supervisor.build_policy", lambda config, cache: policy_class(families)
-        )
+        monkeypatch.setattr("workers.driver.build_policy", lambda config, cache: policy_class(families))
 
     return use
 
@@ -291,7 +294,7 @@ class SupervisorThread:
     def _run(self) -> None:
         from django.db import connections
 
-        from webapp.runs.supervisor import run_supervise
+        from workers.driver import run_supervise
 
         try:
             run_supervise(run_id=self.run_id, executor=self.make_executor())

@@ -12,6 +12,7 @@ import pytest
 import redis
 from practicum_test_cluster import LEASE_S, sleep_program
 
+from rl_core.outcome import AttemptOutcome
 from webapp import storage
 from webapp.competitions import storage as competition_storage
 from webapp.runs import services
@@ -70,7 +71,12 @@ def test_an_attempt_whose_row_finished_with_this_program_is_not_run(run, broker)
         run_id=run.id, key="0-0", competition=run.competitions.get(), policy_version=0,
         sample_fields={"response": response},
     )  # fmt: skip
-    services.attempt_finish(run_id=run.id, key="0-0", result={"status": "error", "reward": -1.0}, staleness=0)
+    services.attempt_finish(
+        run_id=run.id,
+        key="0-0",
+        outcome=AttemptOutcome.from_dict({"status": "error", "reward": -1.0}),
+        staleness=0,
+    )
     assert execute_attempt(order_for(run, response)) == "reused"
     assert (
         broker.get(order_for(run, response).keys.starts),

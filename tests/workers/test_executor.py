@@ -19,7 +19,7 @@ from webapp.runs import services
 from webapp.runs.config import RunConfig
 from workers.coordination import AttemptKeys
 from workers.executor import CeleryExecutor
-from workers.outcomes import outcome_to_dict, response_digest, unrunnable_outcome
+from workers.outcomes import response_digest, unrunnable_outcome
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,7 +72,7 @@ def test_it_reports_an_attempt_that_already_has_an_outcome_without_sending_it(ex
     outcome = unrunnable_outcome(response, "recorded earlier", -1.0)
     path = storage.attempt_outcome_path(run.id, "0-0", response_digest(response))
     storage.write_json_atomic(
-        path, {"key": "0-0", "digest": response_digest(response), "outcome": outcome_to_dict(outcome)}
+        path, {"key": "0-0", "digest": response_digest(response), "outcome": outcome.to_dict()}
     )
     executor.submit(job_for(iris, "0-0", response))
     [finished] = executor.wait(0)
@@ -158,7 +158,7 @@ def test_it_leaves_an_attempt_alone_while_its_lease_is_held(executor, run, iris,
 
 
 def test_it_raises_run_cancelled_once_the_run_is_cancelled(executor, run, iris):
-    from webapp.runs.supervisor import RunCancelled
+    from rl_core.stops import RunCancelled
 
     executor.submit(job_for(iris, "0-0", sleep_program(0)))
     services.run_cancel(run_id=run.id)
@@ -182,7 +182,7 @@ def test_it_returns_nothing_at_once_when_nothing_is_in_flight(executor):
 def test_a_superseded_executor_stops_waiting_and_leaves_its_attempts_to_the_new_supervisor(
     executor, run, iris, broker
 ):
-    from webapp.runs.supervisor import Superseded
+    from rl_core.stops import Superseded
 
     response = sleep_program(0)
     executor.submit(job_for(iris, "0-0", response))

@@ -1,17 +1,11 @@
-"""Outcomes as JSON, and the outcomes of attempts that never produced one."""
+"""Outcomes as JSON (rl_core.outcome's serialiser), and the outcomes of attempts that never produced one."""
 
 from __future__ import annotations
 
 import json
 
-from rl_core.environment import AttemptOutcome
-from workers.outcomes import (
-    lost_outcome,
-    outcome_from_dict,
-    outcome_to_dict,
-    response_digest,
-    unrunnable_outcome,
-)
+from rl_core.outcome import AttemptOutcome
+from workers.outcomes import lost_outcome, response_digest, unrunnable_outcome
 
 RESPONSE = "Fit a forest.\n```python\nprint(1)\n```\n"
 
@@ -22,7 +16,7 @@ def test_an_outcome_survives_a_round_trip_through_json():
         grade_error=None, reward=0.8, isolation="bwrap", stdout_tail="out", stderr_tail="", plan="p",
         program="print(1)\n", instrumented_program="x", instrumentation="ast",
     )  # fmt: skip
-    assert outcome_from_dict(json.loads(json.dumps(outcome_to_dict(outcome)))) == outcome
+    assert AttemptOutcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
 
 
 def test_a_lost_attempt_has_no_reward_to_learn_from():

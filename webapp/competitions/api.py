@@ -16,19 +16,26 @@ from webapp.competitions.models import Competition
 
 
 class CompetitionSerializer(serializers.ModelSerializer):
+    """A competition in a list: its public files as a count (a real competition may hold tens of thousands;
+    the detail lists them)."""
+
     owner = serializers.CharField(source="owner.username", default=None, read_only=True)
+    public_file_count = serializers.SerializerMethodField()
 
     class Meta:
         model = Competition
         fields = [
             "slug", "name", "owner", "is_public", "source", "metric", "id_column", "target_columns",
-            "time_limit_s", "memory_mb", "public_files", "baseline_score", "created_at",
+            "time_limit_s", "memory_mb", "public_file_count", "baseline_score", "created_at",
         ]  # fmt: skip
+
+    def get_public_file_count(self, competition: Competition) -> int:
+        return len(competition.public_files)
 
 
 class CompetitionDetailSerializer(CompetitionSerializer):
     class Meta(CompetitionSerializer.Meta):
-        fields = [*CompetitionSerializer.Meta.fields, "description", "leaderboard_scores"]
+        fields = [*CompetitionSerializer.Meta.fields, "public_files", "description", "leaderboard_scores"]
 
 
 class CompetitionList(ListAPIView):

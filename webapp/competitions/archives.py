@@ -1,8 +1,11 @@
 """Unpack an uploaded .zip bundle safely into a private temporary folder.
 
-Every member is checked before a byte is written: no absolute paths, no `..`, no symbolic links, at most
-`max_files` members, and declared sizes within the limits. While extracting, the bytes actually written
-are counted too, so a member that lies about its size in the header still cannot exceed the limits.
+Every member is checked before a byte is written: no absolute paths, no `..`, no symbolic links or device
+files (only regular files and folders), at most `max_files` members, declared sizes within the limits and
+no member (nor the whole zip) compressed more than `max_zip_ratio`:1. Members are then streamed to disk one
+at a time, a MiB at a time (never a whole member in memory), and the bytes actually written are counted,
+so a member that lies about its size in the header still cannot exceed the limits. Every rejection names
+the member by its path inside the zip, or the zip by the name the user gave it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import shutil
 import stat
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from webapp.competitions.bundles import BundleError, BundleLimits, human_bytes
@@ -31,10 +35,7 @@ def extract_bundle_zip(zip_path: Path, dest: Path, limits: BundleLimits) -> Path
         check_members(members, zip_path.stat().st_size, limits)
         written = 0
         for member in members:
-            try:
-                written += extract_member(archive, member, dest, limits.max_total_bytes - written)
-            except (zipfile.BadZipFile, EOFError, OSError):
-                raise BundleError(f"{member.filename}: the zip is corrupt here.") from None
+            written += extract_member(archive, member, dest, limits.max_total_bytes - written)
     return bundle_root(dest)
 
 
@@ -67,21 +68,36 @@ def check_member_name(member: zipfile.ZipInfo) -> None:
     if ".." in path.parts:
         raise BundleError(f"{name}: paths with '..' are not allowed in a bundle.")
     mode = member.external_attr >> 16
+    if member.flag_bits & 0x1:
+        raise BundleError(f"{name}: encrypted files are not allowed in a bundle.")
     if stat.S_ISLNK(mode):
         raise BundleError(f"{name}: symbolic links are not allowed in a bundle.")
+    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: made where modes are not recorded
+        raise BundleError(f"{name}: device files, pipes and sockets are not allowed in a bundle.")
 
 
 def extract_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, dest: Path, budget: int) -> int:
     """Stream one member to disk, stopping once more than `budget` bytes come out; returns bytes written."""
     target = dest / PurePosixPath(member.filename.replace("\\", "/"))
-    target.parent.mkdir(parents=True, exist_ok=True)
     written = 0
-    with archive.open(member) as source, open(target, "wb") as sink:
-        while chunk := source.read(CHUNK_BYTES):
-            written += len(chunk)
-            if written > budget or written > member.file_size:
-                raise BundleError(f"{member.filename}: unpacks to more bytes than its header declares.")
-            sink.write(chunk)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with archive.open(member) as source, open(target, "xb") as sink:
+            while chunk := source.read(CHUNK_BYTES):
+                written += len(chunk)
+                if written > budget or written > member.file_size:
+                    raise BundleError(f"{member.filename}: unpacks to more bytes than its header declares.")
+                sink.write(chunk)
+    except (zipfile.BadZipFile, EOFError, zlib.error):
+        raise BundleError(f"{member.filename}: the zip is corrupt here.") from None
+    except NotImplementedError:
+        raise BundleError(
+            f"{member.filename}: compressed with a method that cannot be read (use deflate or store)."
+        ) from None
+    except FileExistsError:
+        raise BundleError(f"{member.filename}: the zip holds this file twice.") from None
+    except OSError as error:  # disk full, a file where a folder should be ...: no server path in the reason
+        raise BundleError(f"{member.filename}: could not be unpacked ({error.strerror}).") from None
     return written
 
 

@@ -3,12 +3,16 @@
 ```
 competition.yaml   name, slug, metric, id_column, target_columns, time_limit_s, memory_mb
 description.md
-public/            train.csv, test.csv, sample_submission.csv, any other public files
+public/            sample_submission.csv (required); train.csv, test.csv and any other files, in nested
+                   folders: CSV, JSON/JSONL, text, images ...
 private/           answers.csv (hidden)
 leaderboard.csv    optional: a Kaggle leaderboard export with a `score` column
 ```
 `validate_bundle` reads, never writes; every rejection is a `BundleError` whose message is one sentence
-naming the file and the problem. Every public `*.csv` must parse. A cell counts as missing exactly when the
+naming the file (its path inside the bundle) and the problem. Every public `*.csv` must parse, every
+`*.json` / `*.jsonl` too (`public_formats`); other files are taken as they are. When `public/test.csv`
+exists the ids of the answers and the sample submission must be its ids; without it (image, JSON or text
+competitions) the answers must have the sample submission's ids. A cell counts as missing exactly when the
 grader says so (`rl_core.grading.MISSING_SPELLINGS`), and the answers must be scorable by the metric: the
 bundle is graded with its own sample submission, and whatever the grader refuses in the answers (text for
 a value metric, a single class for ROC AUC, labels other than 0 and 1 for F1 ...) rejects the bundle.
@@ -31,9 +35,13 @@ import yaml
 from rl_core.grading import MISSING_SPELLINGS, GradingSpec, grade_submission
 from rl_core.leaderboard import load_leaderboard_scores
 from rl_core.metrics import UnknownMetricError, get_metric
+from webapp.competitions.public_formats import FormatError, count_records
+from webapp.competitions.sentences import human_bytes, lowercase_first, one_line, sample_of
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-REQUIRED_PUBLIC = ("train.csv", "test.csv", "sample_submission.csv")
+SAMPLE = "sample_submission.csv"
+TEST = "test.csv"  # optional: when present, it fixes the ids the answers and sample submission must have
+REQUIRED_FILES = ("competition.yaml", "description.md", "private/answers.csv", f"public/{SAMPLE}")
 DEFAULT_TIME_LIMIT_S = 600.0
 DEFAULT_MEMORY_MB = 4096
 CSV_CHUNK_ROWS = 100_000  # extra public CSVs are parsed in chunks of this many rows, to bound memory
@@ -45,8 +53,10 @@ class BundleError(ValueError):
 
 @dataclass(frozen=True)
 class BundleLimits:
-    max_total_bytes: int = 512 * 1024 * 1024
-    max_files: int = 200
+    """Defaults as webapp.settings' PRACTICUM_BUNDLE_MAX_MB / _MAX_FILES / PRACTICUM_ZIP_MAX_RATIO."""
+
+    max_total_bytes: int = 8192 * 1024 * 1024
+    max_files: int = 50_000
     max_zip_ratio: float = 200.0  # uncompressed / compressed, per member and overall
 
 
@@ -81,7 +91,7 @@ class ValidatedBundle:
     answers_path: Path
     leaderboard_path: Path | None
     leaderboard_scores: tuple[float, ...] | None
-    baseline_score: float  # the sample submission's score
+    baseline_score: float | None  # the sample submission's score (None: the metric leaves it undefined)
 
 
 def validate_bundle(root: Path, limits: BundleLimits = BundleLimits()) -> ValidatedBundle:
@@ -89,13 +99,12 @@ def validate_bundle(root: Path, limits: BundleLimits = BundleLimits()) -> Valida
     check_tree(root, limits)
     spec = parse_spec(root / "competition.yaml")
     description = read_description(root / "description.md")
-    frames = {name: read_csv(root / "public" / name, f"public/{name}") for name in REQUIRED_PUBLIC}
+    frames = read_keyed_csvs(spec, root / "public")
     answers = read_csv(root / "private" / "answers.csv", "private/answers.csv")
-    check_ids(spec, frames["test.csv"], "public/test.csv")
-    check_ids(spec, frames["sample_submission.csv"], "public/sample_submission.csv")
     check_ids(spec, answers, "private/answers.csv")
-    check_answers(spec, answers, frames["test.csv"])
-    check_sample_submission(spec, frames["sample_submission.csv"], frames["test.csv"])
+    reference = ids_reference(frames)
+    check_sample_submission(spec, frames[SAMPLE], reference)
+    check_answers(spec, answers, reference, test=frames.get(TEST))
     public_files = list_public_files(root / "public", frames)
     baseline = baseline_score(spec, root)
     leaderboard = root / "leaderboard.csv"
@@ -129,12 +138,24 @@ def check_tree(root: Path, limits: BundleLimits) -> None:
         raise BundleError(
             f"The bundle is {human_bytes(total)}; at most {human_bytes(limits.max_total_bytes)} is allowed."
         )
-    for required in ("competition.yaml", "description.md", "private/answers.csv"):
+    for required in REQUIRED_FILES:
         if not (root / required).is_file():
             raise BundleError(f"{required}: the bundle has no such file.")
-    for name in REQUIRED_PUBLIC:
-        if not (root / "public" / name).is_file():
-            raise BundleError(f"public/{name}: the bundle has no such file.")
+
+
+def read_keyed_csvs(spec: BundleSpec, public: Path) -> dict[str, pd.DataFrame]:
+    """The sample submission and, when there is one, public/test.csv: parsed, with unique ids checked."""
+    names = [name for name in (TEST, SAMPLE) if (public / name).is_file()]
+    frames = {name: read_csv(public / name, f"public/{name}") for name in names}
+    for name, frame in frames.items():
+        check_ids(spec, frame, f"public/{name}")
+    return frames
+
+
+def ids_reference(frames: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, str]:
+    """The frame whose ids every other file must match, and its label: test.csv if any, else the sample."""
+    name = TEST if TEST in frames else SAMPLE
+    return frames[name], f"public/{name}"
 
 
 def parse_spec(path: Path) -> BundleSpec:
@@ -226,12 +247,15 @@ def read_csv(path: Path, label: str) -> pd.DataFrame:
 
 
 def count_csv_rows(path: Path, label: str) -> int:
-    """Parse a whole CSV, a chunk at a time, and return its number of data rows."""
+    """Parse a whole CSV, a chunk at a time, and return its number of data rows (at least one)."""
     with (
         csv_errors(label),
         pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=CSV_CHUNK_ROWS) as chunks,
     ):
-        return sum(len(chunk) for chunk in chunks)
+        rows = sum(len(chunk) for chunk in chunks)
+    if not rows:
+        raise BundleError(f"{label}: the file has a header but no rows.")
+    return rows
 
 
 @contextmanager
@@ -263,30 +287,38 @@ def check_ids(spec: BundleSpec, frame: pd.DataFrame, label: str) -> None:
         raise BundleError(f"{label}: ids are not unique ({sample_of(duplicated)} appear more than once).")
 
 
-def check_answers(spec: BundleSpec, answers: pd.DataFrame, test: pd.DataFrame) -> None:
+def check_answers(
+    spec: BundleSpec,
+    answers: pd.DataFrame,
+    reference: tuple[pd.DataFrame, str],
+    test: pd.DataFrame | None,
+) -> None:
     missing_columns = [c for c in spec.target_columns if c not in answers.columns]
     if missing_columns:
         raise BundleError(f"private/answers.csv: missing target columns {', '.join(missing_columns)}.")
-    check_same_ids(answers[spec.id_column], test[spec.id_column], "private/answers.csv", "public/test.csv")
+    frame, label = reference
+    check_same_ids(answers[spec.id_column], frame[spec.id_column], "private/answers.csv", label)
     empty = answers[list(spec.target_columns)].apply(is_missing).any(axis=1)
     if empty.any():
         ids = sample_of(answers.loc[empty, spec.id_column])
         raise BundleError(f"private/answers.csv: {int(empty.sum())} rows have missing targets (ids {ids}).")
-    leaked = [c for c in spec.target_columns if c in test.columns]
+    leaked = [c for c in spec.target_columns if test is not None and c in test.columns]
     if leaked:
         raise BundleError(f"public/test.csv: contains the target columns {', '.join(leaked)}.")
 
 
-def check_sample_submission(spec: BundleSpec, sample: pd.DataFrame, test: pd.DataFrame) -> None:
+def check_sample_submission(
+    spec: BundleSpec, sample: pd.DataFrame, reference: tuple[pd.DataFrame, str]
+) -> None:
     expected = [spec.id_column, *spec.target_columns]
     if list(sample.columns) != expected:
         raise BundleError(
             f"public/sample_submission.csv: columns must be {', '.join(expected)}, "
             f"not {', '.join(sample.columns)}."
         )
-    check_same_ids(
-        sample[spec.id_column], test[spec.id_column], "public/sample_submission.csv", "public/test.csv"
-    )
+    frame, label = reference
+    if label != f"public/{SAMPLE}":
+        check_same_ids(sample[spec.id_column], frame[spec.id_column], f"public/{SAMPLE}", label)
 
 
 def check_same_ids(ids: pd.Series, reference: pd.Series, label: str, reference_label: str) -> None:
@@ -302,8 +334,10 @@ def check_same_ids(ids: pd.Series, reference: pd.Series, label: str, reference_l
         )
 
 
-def baseline_score(spec: BundleSpec, root: Path) -> float:
-    """The sample submission's score: the 'trivial baseline' of the normalized reward.
+def baseline_score(spec: BundleSpec, root: Path) -> float | None:
+    """The sample submission's score: the 'trivial baseline' of the normalized reward. None when the metric
+    leaves it undefined (a constant sample under Pearson is NaN, invalid as a submission, as in MLE-bench);
+    the reward then has no baseline to normalise by.
 
     The grader raises ValueError only for answers it cannot use (values of the wrong kind for the metric,
     or answers the metric is undefined for), so that is reported against private/answers.csv.
@@ -313,6 +347,8 @@ def baseline_score(spec: BundleSpec, root: Path) -> float:
         grade = grade_submission(sample, answers, spec.grading)
     except ValueError as error:
         raise BundleError(f"private/answers.csv: {lowercase_first(one_line(error))}") from None
+    if grade.undefined:
+        return None
     if not grade.valid or grade.score is None:
         raise BundleError(f"public/sample_submission.csv: cannot be graded ({grade.error}).")
     return grade.score
@@ -321,12 +357,17 @@ def baseline_score(spec: BundleSpec, root: Path) -> float:
 def read_leaderboard(path: Path) -> tuple[float, ...]:
     try:
         return load_leaderboard_scores(path)
-    except ValueError as error:
-        raise BundleError(f"leaderboard.csv: {one_line(error)}") from None
+    except ValueError as error:  # its message quotes the full path, which is not the user's to see
+        text = str(error).replace(f"leaderboard {path}", "leaderboard file").replace(str(path), "it")
+        reason = one_line(ValueError(text))
+        raise BundleError(f"leaderboard.csv: {lowercase_first(reason)}") from None
 
 
 def list_public_files(public: Path, frames: dict[str, pd.DataFrame]) -> tuple[PublicFile, ...]:
-    """Every public file with its size; each CSV not read yet is parsed here, so every one is checked."""
+    """Every public file with its size; each CSV or JSON not read yet is parsed here, so every one is checked.
+
+    `rows` is a CSV's data rows, a JSONL file's records or a JSON array's items; None for other files.
+    """
     files = []
     for path in sorted(p for p in public.rglob("*") if p.is_file()):
         name = path.relative_to(public).as_posix()
@@ -335,38 +376,14 @@ def list_public_files(public: Path, frames: dict[str, pd.DataFrame]) -> tuple[Pu
         elif path.suffix.lower() == ".csv":
             rows = count_csv_rows(path, f"public/{name}")
         else:
-            rows = None
+            rows = count_public_records(path, f"public/{name}")
         files.append(PublicFile(name=name, size_bytes=path.stat().st_size, rows=rows))
     return tuple(files)
 
 
-def sample_of(values: Any, n: int = 3) -> str:
-    items = [str(v) for v in list(values)[:n]]
-    return ", ".join(items) + (", ..." if len(values) > n else "")
-
-
-def one_line(error: Exception) -> str:
-    return " ".join(str(error).split())[:200]
-
-
-def lowercase_first(sentence: str) -> str:
-    """A sentence made to follow "file: ", as every BundleError reads (an acronym keeps its capitals).
-
-    >>> lowercase_first("The metric 'f1' needs 0 and 1."), lowercase_first("ROC AUC needs 0 and 1.")
-    ("the metric 'f1' needs 0 and 1.", 'ROC AUC needs 0 and 1.')
-    """
-    return sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
-
-
-def human_bytes(n: float) -> str:
-    """
-    >>> human_bytes(100), human_bytes(1536), human_bytes(5 * 1024**3)
-    ('100 B', '1.5 kB', '5.0 GB')
-    """
-    if n < 1024:
-        return f"{int(n)} B"
-    for unit in ("kB", "MB", "GB"):
-        n /= 1024
-        if n < 1024 or unit == "GB":
-            break
-    return f"{n:.1f} {unit}"
+def count_public_records(path: Path, label: str) -> int | None:
+    """Records of a JSON or JSONL file (which must parse); None for text, images and other files."""
+    try:
+        return count_records(path)
+    except FormatError as error:
+        raise BundleError(f"{label}: {error}") from None

@@ -4,18 +4,29 @@ An MLE-bench folder holds what MLE-bench keeps in two places: the competition's 
 `name`, `grader.name`, `dataset.answers`, `dataset.sample_submission`) and `description.md`, and the
 prepared data, `prepared/public/` and `prepared/private/`; optionally a Kaggle `leaderboard.csv`.
 The config's dataset paths are relative to MLE-bench's data dir (``<id>/prepared/private/test.csv``);
-they are read from `prepared/` on. The id column is the sample submission's first column and the targets
-are the rest, as MLE-bench's graders assume.
+they are read from `prepared/` on. Public files of any kind (CSV, JSON, images, nested folders) are
+copied as they are.
 
+Ids and targets are found as MLE-bench's graders find them, from the sample submission, the answers and
+the public test file (``test.csv``, or the records of ``test.json`` / ``test.jsonl``), not by position
+(`key_columns`): the targets are the sample's columns that the answers hold and the test file lacks; the
+id is the sample's column that the test file shares, has a value in every row and no value twice
+(detecting-insults-in-social-commentary's grader matches rows by ``Comment``, its target ``Insult`` being
+the sample's first column, and ``Date`` repeats). Without a test file the id is the sample's first column.
 The sample submission (``sampleSubmission.csv``, ``sample_submission_null.csv``, even one kept in
-`prepared/private/`) is copied to ``public/sample_submission.csv``; public files keep their own names too.
-Not done: competitions without a tabular ``train.csv`` and ``test.csv`` (images, audio, JSON) are
-refused, and grader names with no Practicum metric (``column-wise-spearman``, ``micro-f1-score``, ...)
-are refused naming the grader.
+`prepared/private/`) keeps its own name in public/, and ``public/sample_submission.csv`` is written with
+the id and target columns only, in that order, its cells copied as text.
+
+The grader's name picks the metric (`GRADER_METRICS`); where a competition's grader checks a submission
+more strictly or differently from others of that name, `COMPETITION_METRICS` names the metric variant that
+checks the same. Not done: graders with no Practicum metric (``column-wise-spearman``, ``micro-f1-score``,
+...) are refused naming the grader; MLE-bench's graders that align rows by position rather than by id
+(nomad2018's) are graded here by id.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path, PurePosixPath
@@ -59,13 +70,25 @@ GRADER_METRICS = {
     "pearson": "pearson",
     "pearson-correlation-coefficient": "pearson",
     "spearman": "spearman",
+    "jaccard": "jaccard",
+    "jaccard-similarity": "jaccard",
+}
+
+# Competitions whose grader.py checks submissions unlike the others of its grader name.
+COMPETITION_METRICS = {
+    # grade.py refuses unless set(submission.columns) == {image_id, healthy, multiple_diseases, rust, scab}
+    "plant-pathology-2020-fgvc7": "mean_columnwise_roc_auc_exact",
+    # grade.py ignores other columns and checks sum(axis=1).round(6).eq(1), not numpy.isclose(atol=1e-6)
+    "lmsys-chatbot-arena": "log_loss_6dp",
 }
 
 # A one-column metric whose MLE-bench grader averages it over the columns when there are several
 # (ranzcr-clip's "auc-roc" grades 11 catheter columns).
 COLUMNWISE = {"roc_auc": "mean_columnwise_roc_auc"}
 
-TABULAR_PUBLIC = ("train.csv", "test.csv")
+SAMPLE = "sample_submission.csv"
+TEST_FILES = ("test.csv", "test.json", "test.jsonl")
+FIRST_RECORD_MAX_CHARS = 64 << 20  # how much of a test.json is read to find its first record's keys
 
 
 def is_mlebench_folder(path: Path) -> bool:
@@ -76,28 +99,33 @@ def convert_mlebench(source: Path, dest: Path) -> Path:
     """Write a Practicum bundle for the MLE-bench competition at `source` into the empty folder `dest`."""
     config = read_config(source / "config.yaml")
     answers = dataset_file(source, config, "answers", "prepared/private/test.csv")
-    sample = dataset_file(source, config, "sample_submission", "prepared/public/sample_submission.csv")
-    check_tabular(source / "prepared" / "public")
-    columns = sample_columns(sample, source)
+    sample = dataset_file(source, config, "sample_submission", f"prepared/public/{SAMPLE}")
+    frame = read_sample(sample, source)
+    id_column, targets = key_columns(
+        list(frame.columns),
+        answer_columns(answers, source),
+        public_test_columns(source / "prepared" / "public"),
+        frame,
+    )
+    slug = str(config["id"]).strip().lower()
     spec = {
         "name": str(config.get("name") or config["id"]).strip(),
-        "slug": str(config["id"]).strip().lower(),
-        "metric": map_grader(config, n_targets=len(columns) - 1),
-        "id_column": columns[0],
-        "target_columns": columns[1:],
+        "slug": slug,
+        "metric": map_grader(config, n_targets=len(targets)),
+        "id_column": id_column,
+        "target_columns": targets,
         "time_limit_s": DEFAULT_TIME_LIMIT_S,
         "memory_mb": DEFAULT_MEMORY_MB,
     }
-    copy_files(source, dest, answers=answers, sample=sample)
+    copy_files(source, dest, answers=answers)
+    frame[[id_column, *targets]].to_csv(dest / "public" / SAMPLE, index=False)
     (dest / "competition.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return dest
 
 
-def copy_files(source: Path, dest: Path, *, answers: Path, sample: Path) -> None:
-    """Lay the files out as a bundle: public/ (plus the sample's canonical name), private/answers.csv."""
+def copy_files(source: Path, dest: Path, *, answers: Path) -> None:
+    """Lay the files out as a bundle: public/ as it is, private/answers.csv, description, leaderboard."""
     shutil.copytree(source / "prepared" / "public", dest / "public", symlinks=True)
-    if sample != source / "prepared" / "public" / "sample_submission.csv":
-        shutil.copyfile(sample, dest / "public" / "sample_submission.csv")
     (dest / "private").mkdir()
     shutil.copyfile(answers, dest / "private" / "answers.csv")
     for name in ("description.md", "leaderboard.csv"):
@@ -135,15 +163,6 @@ def dataset_file(source: Path, config: dict, key: str, default: str) -> Path:
     return path
 
 
-def check_tabular(public: Path) -> None:
-    for name in TABULAR_PUBLIC:
-        if not (public / name).is_file():
-            raise BundleError(
-                f"prepared/public/{name}: the MLE-bench folder has no such file; Practicum needs tabular "
-                f"{' and '.join(TABULAR_PUBLIC)}."
-            )
-
-
 def grader_key(name: str) -> str:
     """A grader name as GRADER_METRICS spells it.
 
@@ -163,15 +182,76 @@ def map_grader(config: dict, *, n_targets: int) -> str:
         raise BundleError(
             f"config.yaml: grader {name or '(none)'!r} has no Practicum metric; known: {known}."
         )
+    metric = COMPETITION_METRICS.get(str(config.get("id", "")).strip(), metric)
     return COLUMNWISE.get(metric, metric) if n_targets > 1 else metric
 
 
-def sample_columns(sample: Path, source: Path) -> list[str]:
+def read_sample(sample: Path, source: Path) -> pd.DataFrame:
+    """The sample submission, every cell as text (written back unchanged); it needs two columns."""
     label = sample.relative_to(source).as_posix()
     try:
-        columns = list(pd.read_csv(sample, nrows=0).columns)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        frame = pd.read_csv(sample, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
         raise BundleError(f"{label}: not a readable CSV.") from None
-    if len(columns) < 2:
+    if len(frame.columns) < 2:
         raise BundleError(f"{label}: needs an id column and at least one target.")
-    return columns
+    return frame
+
+
+def answer_columns(answers: Path, source: Path) -> list[str]:
+    try:
+        return [str(c) for c in pd.read_csv(answers, nrows=0).columns]
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
+        raise BundleError(f"{answers.relative_to(source).as_posix()}: not a readable CSV.") from None
+
+
+def public_test_columns(public: Path) -> list[str] | None:
+    """The columns of the public test file (test.csv, or test.json / test.jsonl records); None if none."""
+    for name in TEST_FILES:
+        path = public / name
+        if not path.is_file():
+            continue
+        try:
+            if name.endswith(".csv"):
+                return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+            record = first_json_record(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
+            raise BundleError(f"prepared/public/{name}: not readable as its suffix says.") from None
+        return [str(key) for key in record] if isinstance(record, dict) else None
+    return None
+
+
+def first_json_record(path: Path) -> object:
+    """The first item of a JSON array file, or the first line of a JSON Lines file (ValueError if none)."""
+    with open(path, encoding="utf-8-sig") as text:
+        if path.suffix == ".jsonl":
+            return json.loads(next(line for line in text if line.strip()))
+        head = text.read(FIRST_RECORD_MAX_CHARS).lstrip()
+    if not head.startswith("["):
+        return json.loads(head)
+    item, _ = json.JSONDecoder().raw_decode(head[1:].lstrip())
+    return item
+
+
+def key_columns(
+    sample: list[str], answers: list[str], test: list[str] | None, frame: pd.DataFrame
+) -> tuple[str, list[str]]:
+    """(id column, target columns) as the module docstring says MLE-bench's graders find them."""
+    if test is None:
+        id_column = sample[0]
+    else:
+        shared = [c for c in sample if c in test and c in answers]
+        keys = [c for c in shared if frame[c].str.strip().ne("").all() and frame[c].is_unique]
+        if not keys:
+            raise BundleError(
+                f"{SAMPLE}: none of its columns ({', '.join(sample)}) identifies the rows of the public "
+                "test file (a column both hold, with a distinct value in every row)."
+            )
+        id_column = keys[0]
+    targets = [c for c in sample if c != id_column and c in answers and (test is None or c not in test)]
+    if not targets:
+        raise BundleError(
+            f"{SAMPLE}: none of its columns ({', '.join(sample)}) is a target the answers hold and the "
+            "public test file lacks."
+        )
+    return id_column, targets

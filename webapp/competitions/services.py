@@ -7,15 +7,16 @@ A rejected bundle leaves neither a row nor a file behind.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.db import IntegrityError, transaction
 
 from webapp.competitions import storage
@@ -28,6 +29,7 @@ ROOT_FILES = {"competition.yaml", "description.md", "leaderboard.csv"}
 PRIVATE_FILES = {"answers.csv"}
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
+STAGING_PARTS = r"(?:/(?:received|unpacked|converted|assembled))?/?"  # the folders staging makes
 
 
 def bundle_limits() -> BundleLimits:
@@ -44,7 +46,7 @@ def competition_import(
     """Import the bundle at `path` (a folder, a .zip, or an MLE-bench folder). Raises BundleError."""
     if not path.exists():
         raise BundleError(f"{path}: no such file or folder.")
-    with staging_dir() as staging:
+    with staging_dir() as staging, user_paths_only(staging):
         root, kind = unpack(path, staging)
         bundle = validate_bundle(root, bundle_limits())
         return store(bundle, staging=staging, owner=owner, is_public=is_public, source=source or kind)
@@ -57,16 +59,33 @@ def competition_import_upload(
     files = list(files)
     if not files:
         raise BundleError("Choose a .zip bundle or the bundle's files to upload.")
-    with staging_dir() as staging:
+    with staging_dir() as staging, user_paths_only(staging):
         received = staging / "received"
         received.mkdir()
         if len(files) == 1 and (files[0].name or "").lower().endswith(".zip"):
-            zip_path = received / "bundle.zip"
+            zip_path = received / zip_name(files[0].name or "")  # rejections name the user's own file
             save_upload(files[0], zip_path)
             return competition_import(path=zip_path, owner=owner, is_public=is_public)
         for upload in files:
             save_upload(upload, received / placed_name(upload.name or ""))
         return competition_import(path=received, owner=owner, is_public=is_public)
+
+
+def competition_import_received(
+    *, path: Path, name: str, owner: AbstractBaseUser, is_public: bool = False
+) -> Competition:
+    """Import a .zip that arrived outside a form (a chunked upload): moved in, named as the user named it."""
+    with staging_dir() as staging, user_paths_only(staging):
+        zip_path = staging / "received" / zip_name(name)
+        zip_path.parent.mkdir()
+        shutil.move(path, zip_path)
+        return competition_import(path=zip_path, owner=owner, is_public=is_public)
+
+
+def zip_name(name: str) -> str:
+    """The uploaded zip's own file name (no folders), to be saved under in staging."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    return base if base.lower().endswith(".zip") and not base.startswith(".") else "bundle.zip"
 
 
 def placed_name(name: str) -> str:
@@ -80,7 +99,12 @@ def placed_name(name: str) -> str:
 
 
 def save_upload(upload: UploadedFile, target: Path) -> None:
+    """Put an upload at `target`: Django's temporary file is moved (a rename on the data filesystem,
+    see FILE_UPLOAD_TEMP_DIR), a small in-memory one is written out; neither is read whole into memory."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(upload, TemporaryUploadedFile):
+        shutil.move(upload.temporary_file_path(), target)  # Django's clean-up ignores the missing file
+        return
     with open(target, "wb") as sink:
         for chunk in upload.chunks():
             sink.write(chunk)
@@ -96,6 +120,20 @@ def staging_dir():
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def user_paths_only(staging: Path) -> Iterator[None]:
+    """Rejections name files by their path inside the user's bundle, never by where staging put them.
+
+    Messages from elsewhere (pandas, rl_core's leaderboard reader, the MLE-bench converter) may quote a
+    full path; the staging folder and the subfolder it was unpacked into are cut out of them here.
+    """
+    try:
+        yield
+    except BundleError as error:
+        message = re.sub(re.escape(str(staging)) + STAGING_PARTS, "", str(error))
+        raise BundleError(message) from None
 
 
 def unpack(path: Path, staging: Path) -> tuple[Path, str]:
@@ -118,7 +156,7 @@ def store(bundle: ValidatedBundle, *, staging: Path, owner, is_public: bool, sou
     taken = BundleError(f"competition.yaml: the slug {spec.slug!r} is already taken.")
     if Competition.objects.filter(slug=spec.slug).exists() or storage.competition_dir(spec.slug).exists():
         raise taken
-    assembled = assemble(bundle, staging / "assembled")
+    assembled = assemble(bundle, staging / "assembled", staging)
     final = storage.competition_dir(spec.slug)
     moved = False
     try:
@@ -151,9 +189,18 @@ def store(bundle: ValidatedBundle, *, staging: Path, owner, is_public: bool, sou
     return competition
 
 
-def assemble(bundle: ValidatedBundle, target: Path) -> Path:
-    """Copy the validated files into `target`, laid out as `storage` expects."""
-    shutil.copytree(bundle.root / "public", target / "public")
+def assemble(bundle: ValidatedBundle, target: Path, staging: Path) -> Path:
+    """Put the validated files in `target`, laid out as `storage` expects.
+
+    The public files, which may be many GB, are moved when they were unpacked into `staging` (a rename,
+    no copy); a folder the user pointed at is copied, never changed.
+    """
+    public = bundle.root / "public"
+    if public.is_relative_to(staging):
+        target.mkdir()
+        public.rename(target / "public")
+    else:
+        shutil.copytree(public, target / "public")
     (target / "private").mkdir()
     shutil.copyfile(bundle.answers_path, target / "private" / "answers.csv")
     if bundle.leaderboard_path:

@@ -7,6 +7,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from rl_core.metrics import is_better
 from webapp.runs import selectors
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
@@ -53,7 +54,8 @@ def run_curve(run: Run) -> dict[str, Any]:
     best, exec_s = None, 0.0
     for attempt in rows:
         exec_s += attempt.duration_s or 0.0
-        if attempt.valid and attempt.score is not None and (best is None or (attempt.score > best) == higher):
+        scored = attempt.valid and attempt.score is not None
+        if scored and (best is None or is_better(attempt.score, best, higher_is_better=higher)):
             best = attempt.score
         wall_s = (attempt.finished_at - t0).total_seconds()
         points.append(

@@ -1,5 +1,5 @@
 """A run's settings as one flat, typed record: what the UI form, `manage.py train` and the API all set,
-stored as `Run.config`, and turned into rl_core's LoopConfig, LearnerConfig (webapp.runs.supervisor) and
+stored as `Run.config`, and turned into rl_core's LoopConfig, LearnerConfig (workers.driver) and
 RewardConfig (`RunConfig.reward_config`). Checking here needs no database; what does (a warm start that
 names another run or a stored adapter) is checked by webapp.runs.warmstarts.warm_start_check."""
 
@@ -119,6 +119,13 @@ class RunConfig:
     def samples_per_draw(self) -> int:
         """`sample_ahead`, or the policy's own when it is not set (1 grammar, 8 for a language model)."""
         return self.sample_ahead or (LM_GENERATION_BATCH if self.policy == "lm" else 1)
+
+    @property
+    def sampler(self) -> Literal["inline", "background"]:
+        """Who draws ahead (rl_core.loop's `LoopConfig.sampler`): a language model's batches are drawn by the
+        background sampler while executors run, so decoding overlaps execution; the grammar policy's draws
+        take microseconds and stay in the loop's thread, which keeps its runs reproducible."""
+        return "background" if self.policy == "lm" else "inline"
 
     @property
     def learning_rate(self) -> float:

@@ -14,6 +14,11 @@ class Run(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    """A run in one of these is active: it has, or waits for, a supervisor (selectors.runs_active)."""
+    FINAL_STATUSES = (Status.FINISHED, Status.FAILED, Status.CANCELLED)
+    """A run in one of these is over and stays as it is."""
+
     class PolicyKind(models.TextChoices):
         GRAMMAR = "grammar", "GrammarPolicy (program grammar, not a language model)"
         LM = "lm", "LMPolicy (language model)"
@@ -58,7 +63,7 @@ class Run(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+        return self.status in self.ACTIVE_STATUSES
 
 
 class Attempt(models.Model):

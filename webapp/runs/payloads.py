@@ -78,6 +78,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "id": run.id,
         "name": run.name,
         "status": run.status,
+        "active": run.is_active,
         "policy": run.policy,
         "owner": run.owner.username if run.owner_id and run.owner else None,
         "is_public": run.is_public,

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from tqdm import tqdm
 
+from rl_core.loop_config import Observer
+from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Sample
 
 
 class ProgressObserver:
     """Wraps another loop observer and draws a tqdm bar on stderr as attempts finish."""
 
-    def __init__(self, inner: Any, *, total: int, capacity: int) -> None:
+    def __init__(self, inner: Observer, *, total: int, capacity: int) -> None:
         self.inner = inner
         self.capacity = capacity
         self.busy = 0
@@ -27,8 +28,8 @@ class ProgressObserver:
         self.refresh()
 
     def on_attempt_finished(
-        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
-    ):
+        self, attempt_id: str, sample: Sample, outcome: AttemptOutcome, finished_at: float, staleness: int
+    ) -> None:
         self.busy -= 1
         if outcome.reward is not None:  # a lost attempt has no reward
             self.rewards.append(outcome.reward)

@@ -22,9 +22,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from webapp.env import env_int
+from webapp.runs import selectors
 from webapp.runs.config import RunConfig
-from webapp.runs.models import Run
 
 
 class QuotaExceeded(ValueError):
@@ -47,20 +46,15 @@ class Usage:
     """The sum of `actors` over them."""
 
 
-def _setting(name: str, default: int) -> int:
-    configured = getattr(settings, name, None)
-    return int(configured) if configured is not None else env_int(name, default, minimum=1)
-
-
 def user_quota() -> Quota:
+    """The limits in force (webapp.settings reads and checks them at start-up)."""
     return Quota(
-        max_runs=_setting("PRACTICUM_MAX_RUNS_PER_USER", 2),
-        max_in_flight=_setting("PRACTICUM_MAX_IN_FLIGHT_PER_USER", 8),
+        max_runs=settings.PRACTICUM_MAX_RUNS_PER_USER, max_in_flight=settings.PRACTICUM_MAX_IN_FLIGHT_PER_USER
     )
 
 
 def user_usage(*, owner) -> Usage:
-    active = Run.objects.filter(owner=owner, status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+    active = selectors.runs_active().filter(owner=owner)
     configs = list(active.values_list("config", flat=True))
     return Usage(runs=len(configs), in_flight=sum(int(c.get("actors", RunConfig.actors)) for c in configs))
 

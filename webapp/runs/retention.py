@@ -16,8 +16,6 @@ from rl_core.sandbox import prune_scratch_dirs
 from webapp import storage
 from webapp.runs.models import Run
 
-OVER = (Run.Status.FINISHED, Run.Status.FAILED, Run.Status.CANCELLED)
-
 
 def scratch_prune(*, keep_days: float | None = None, max_total_gb: float | None = None) -> list[Path]:
     """Remove the scratch dirs the retention policy no longer keeps; returns them (oldest first)."""
@@ -25,7 +23,7 @@ def scratch_prune(*, keep_days: float | None = None, max_total_gb: float | None 
     max_total_gb = settings.PRACTICUM_SCRATCH_MAX_GB if max_total_gb is None else max_total_gb
     candidates = [
         attempt_dir
-        for run_id in Run.objects.filter(status__in=OVER).values_list("id", flat=True)
+        for run_id in Run.objects.filter(status__in=Run.FINAL_STATUSES).values_list("id", flat=True)
         if (storage.run_root(run_id) / "attempts").is_dir()
         for attempt_dir in (storage.run_root(run_id) / "attempts").iterdir()
     ]

@@ -1,4 +1,6 @@
-"""Reads for runs. Run visibility is decided here once, for pages, API, exports and websockets."""
+"""Reads for runs. Run visibility is decided here once, for pages, API, exports and websockets; so are
+whether a run is active or cancelled (`runs_active`, `run_is_active`, `run_is_cancelled`), for the web
+layer and the workers alike, which read runs only through this module."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 
-from rl_core.adapters import list_warm_starts
 from rl_core.checkpoint import latest_checkpoint
-from rl_core.metrics import get_metric
+from rl_core.instrument import STAGES
+from rl_core.metrics import get_metric, is_better
+from rl_core.warmstart.folders import list_warm_starts
 from webapp import storage
 from webapp.competitions.models import Competition
 from webapp.competitions.selectors import competitions_visible_to
+from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import (
     ATTEMPT_POINT_FIELDS,
@@ -48,6 +52,41 @@ def run_get_visible(*, run_id: int, user: User | AnonymousUser) -> Run | None:
 
 def run_is_visible_to(*, run_id: int, user: User | AnonymousUser) -> bool:
     return runs_visible_to(user=user).filter(id=run_id).exists()
+
+
+def runs_active() -> QuerySet[Run]:
+    """The runs that are queued or running (Run.ACTIVE_STATUSES), oldest first."""
+    return Run.objects.filter(status__in=Run.ACTIVE_STATUSES).order_by("id")
+
+
+def run_is_active(*, run_id: int) -> bool:
+    """Whether the run exists and is queued or running: whether a worker should still work on it."""
+    return runs_active().filter(id=run_id).exists()
+
+
+def run_is_cancelled(*, run_id: int) -> bool:
+    """Whether whatever drives the run must stop because it was cancelled. A run that no longer exists
+    (deleted) counts as cancelled: its attempts went with it, so nothing more can be recorded for it."""
+    return not Run.objects.filter(id=run_id).exclude(status=Run.Status.CANCELLED).exists()
+
+
+def run_get(*, run_id: int) -> Run | None:
+    return Run.objects.filter(id=run_id).first()
+
+
+def run_config(*, run_id: int) -> RunConfig:
+    """The settings of an existing run (Run.DoesNotExist otherwise)."""
+    return RunConfig.from_dict(Run.objects.get(id=run_id).config)
+
+
+def run_competitions(*, run_id: int) -> list[Competition]:
+    """The run's competitions, by slug."""
+    return list(Competition.objects.filter(runs__id=run_id).order_by("slug"))
+
+
+def attempt_get_by_key(*, run_id: int, key: str) -> Attempt | None:
+    """The attempt the loop calls `key` (its attempt id), or None when it has not been recorded."""
+    return Attempt.objects.filter(run_id=run_id, key=key).first()
 
 
 EVAL_PREFIX = "eval-"
@@ -157,18 +196,18 @@ def best_score_steps(graded: list[dict[str, Any]], *, higher_is_better: bool) ->
     """
     steps: list[dict[str, Any]] = []
     for row in graded:
-        best = steps[-1]["score"] if steps else None
-        if best is None or (row["score"] > best if higher_is_better else row["score"] < best):
+        if not steps or is_better(row["score"], steps[-1]["score"], higher_is_better=higher_is_better):
             steps.append(row)
     return steps
 
 
 def run_snapshot(*, run: Run) -> dict[str, Any]:
     """Everything a run page needs to (re)draw itself; the `seq` tells the page which live events it
-    already includes. Bounded in size and cost however long the run: `attempts` holds at most
-    MAX_CHART_POINTS (the newest RECENT_IN_FULL as full summaries, older ones evenly spaced as chart
-    points) and `metrics` at most MAX_METRIC_POINTS updates; `stats` and `best_steps` are exact over
-    every attempt, counted in the database rather than over model instances.
+    already includes, and `stages` names the instrumentation stages in order (rl_core.instrument), so the
+    page draws them without a list of its own. Bounded in size and cost however long the run: `attempts`
+    holds at most MAX_CHART_POINTS (the newest RECENT_IN_FULL as full summaries, older ones evenly spaced
+    as chart points) and `metrics` at most MAX_METRIC_POINTS updates; `stats` and `best_steps` are exact
+    over every attempt, counted in the database rather than over model instances.
 
     Every part is read from one database snapshot together with `seq` (`one_snapshot`), so an attempt
     finishing meanwhile is either in the counts with its event's seq <= `seq`, or in neither: the page,
@@ -186,6 +225,7 @@ def run_snapshot(*, run: Run) -> dict[str, Any]:
             "stats": run_attempt_stats(run=run),
             "best_steps": run_best_score_steps(run=run, higher_is_better=summary["higher_is_better"]),
             "metrics": run_metric_points(run=run),
+            "stages": list(STAGES),
         }
 
 
@@ -271,7 +311,7 @@ def competition_attempt_rows(*, competition: Competition, run_ids: list[int]) ->
 
 
 def adapters_root() -> Path:
-    """Where warm starts live: PRACTICUM_DATA_DIR/adapters/<name>/ (rl_core.adapters describes a folder)."""
+    """Where warm starts live: PRACTICUM_DATA_DIR/adapters/<name>/ (rl_core.warmstart.folders: a folder)."""
     return storage.data_root() / "adapters"
 
 

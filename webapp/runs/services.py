@@ -3,19 +3,20 @@ live event for it (after commit), so browsers never see a row the database lacks
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from rl_core.metrics import get_metric
+from rl_core.outcome import AttemptOutcome, OutcomeStatus
 from webapp.competitions.models import Competition
-from webapp.runs import events, quotas
+from webapp.runs import dispatch, events, quotas
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
-
-FINAL_STATUSES = (Run.Status.FINISHED, Run.Status.FAILED, Run.Status.CANCELLED)
+from webapp.runs.warmstarts import warm_start_check
 
 
 def run_create(
@@ -50,13 +51,13 @@ def run_set_status(*, run_id: int, status: str, error: str = "") -> Run:
     """Move a run to `status`; a run already finished, failed or cancelled stays as it is."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run_id)
-        if run.status in FINAL_STATUSES:
+        if run.status in Run.FINAL_STATUSES:
             return run
         run.status = status
         now = timezone.now()
         if status == Run.Status.RUNNING and run.started_at is None:
             run.started_at = now
-        if status in FINAL_STATUSES:
+        if status in Run.FINAL_STATUSES:
             run.finished_at = now
         if error:
             run.error = error
@@ -96,26 +97,56 @@ def attempt_start(
     return attempt
 
 
-def attempt_finish(*, run_id: int, key: str, result: dict[str, Any], staleness: int) -> Attempt:
-    """Store an attempt's outcome once; a duplicate delivery of the same result changes nothing."""
+def attempt_finish(*, run_id: int, key: str, outcome: AttemptOutcome, staleness: int) -> Attempt:
+    """Store an attempt's outcome once; a duplicate delivery of the same result changes nothing. Its event
+    says whether it improved the run's best score (`improves_best`), so the run page need not judge."""
+    return _attempt_close(
+        run_id=run_id, key=key, staleness=staleness, write=lambda attempt: _write_outcome(attempt, outcome)
+    )
+
+
+def _attempt_close(*, run_id: int, key: str, staleness: int, write: Callable[[Attempt], None]) -> Attempt:
+    """Finish the attempt once (`write` fills in its result), count it, track the run's best, publish."""
     with transaction.atomic():
         attempt = (
             Attempt.objects.select_for_update().select_related("competition").get(run_id=run_id, key=key)
         )
         if attempt.is_finished:
             return attempt
-        for field, value in storable(result).items():
-            setattr(attempt, field, value)
+        write(attempt)
         attempt.staleness = staleness
         attempt.finished_at = timezone.now()
         attempt.save()
         run = Run.objects.select_for_update().get(id=run_id)
         run.attempts_done += 1
-        if attempt.valid and attempt.score is not None and improves(run, attempt):
+        improved = attempt.valid and attempt.score is not None and improves(run, attempt)
+        if improved:
             run.best_score, run.best_attempt = attempt.score, attempt
         run.save(update_fields=["attempts_done", "best_score", "best_attempt"])
-        events.publish(run_id, "attempt", {"attempt": attempt_summary(attempt), "best_score": run.best_score})
+        events.publish(
+            run_id, "attempt",
+            {"attempt": attempt_summary(attempt), "best_score": run.best_score, "improves_best": improved},
+        )  # fmt: skip
     return attempt
+
+
+def _write_outcome(attempt: Attempt, outcome: AttemptOutcome) -> None:
+    """Copy `outcome` onto the attempt's row, its text made storable."""
+    attempt.status = outcome.status
+    attempt.exit_code = outcome.exit_code
+    attempt.duration_s = outcome.duration_s
+    attempt.stages = storable(list(outcome.stages))
+    attempt.valid = outcome.valid
+    attempt.score = outcome.score
+    attempt.grade_error = storable(outcome.grade_error or "")
+    attempt.reward = outcome.reward
+    attempt.isolation = storable(outcome.isolation)
+    attempt.stdout_tail = storable(outcome.stdout_tail)
+    attempt.stderr_tail = storable(outcome.stderr_tail)
+    attempt.plan = storable(outcome.plan)
+    attempt.program = storable(outcome.program)
+    attempt.instrumented_program = storable(outcome.instrumented_program)
+    attempt.instrumentation = outcome.instrumentation
 
 
 def storable(value: Any) -> Any:
@@ -135,20 +166,26 @@ def storable(value: Any) -> Any:
 
 
 def improves(run: Run, attempt: Attempt) -> bool:
+    """Whether the attempt's score beats the run's best, by rl_core.metrics.is_better."""
     if run.best_score is None:
         return True
     return get_metric(attempt.competition.metric).better(attempt.score, run.best_score)
 
 
-def attempt_abandon(*, run_id: int, key: str, status: str, reason: str) -> Attempt:
+def attempt_abandon(*, run_id: int, key: str, status: OutcomeStatus, reason: str) -> Attempt:
     """Close an attempt that produced no result: `lost` (its executor died too often; excluded from
-    learning) or `killed` (its run was cancelled)."""
-    result = {"status": status, "stderr_tail": reason, "valid": False, "reward": None}
-    return attempt_finish(run_id=run_id, key=key, result=result, staleness=0)
+    learning) or `killed` (its run was cancelled). Only its status, reason (stderr), validity and reward
+    are written: nothing ran to have a duration or an instrumentation."""
+
+    def write(attempt: Attempt) -> None:
+        attempt.status, attempt.stderr_tail = status, storable(reason)
+        attempt.valid, attempt.reward = False, None
+
+    return _attempt_close(run_id=run_id, key=key, staleness=0, write=write)
 
 
 def run_warm_start_progress(*, run_id: int, progress: dict[str, Any]) -> None:
-    """Record where the run's warm-start phase is (webapp.runs.warmstarts.WarmStartProgress) and publish
+    """Record where the run's warm-start phase is (workers.fine_tuning.WarmStartProgress) and publish
     the run, whose page draws the progress bar and the loss curve from it."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run_id)
@@ -176,10 +213,8 @@ def learner_step_record(
 
 
 def run_enqueue(*, run_id: int) -> None:
-    """Hand the run to a supervisor once this transaction commits."""
-    from workers.dispatch import enqueue_run
-
-    enqueue_run(run_id)
+    """Hand the run to a supervisor once this transaction commits (webapp.runs.dispatch)."""
+    dispatch.run_enqueue(run_id=run_id)
 
 
 def run_start(
@@ -215,8 +250,6 @@ def run_admit_create(
     warmstarts.warm_start_check), admit the run under its owner's quotas (QuotaExceeded, a ValueError saying
     which limit and what to do; webapp.runs.quotas), and create it, queued. A refused run leaves nothing
     behind. `manage.py train` drives what this returns in the foreground."""
-    from webapp.runs.warmstarts import warm_start_check
-
     checked = RunConfig.from_dict(config)
     source = warm_start_check(config=checked, owner=owner)
     with transaction.atomic():

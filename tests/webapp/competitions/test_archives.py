@@ -92,3 +92,64 @@ def test_it_finds_the_bundle_inside_a_single_wrapping_folder(tmp_path):
     dest = tmp_path / "dest"
     dest.mkdir()
     assert extract_bundle_zip(zip_path, dest, BundleLimits()) == dest / "tiny"
+
+
+@pytest.mark.parametrize(
+    "kind", [stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK], ids=["char", "block", "fifo", "socket"]
+)
+def test_it_refuses_device_files_pipes_and_sockets(tmp_path, kind):
+    device = zipfile.ZipInfo("public/images/null")
+    device.external_attr = (kind | 0o666) << 16
+    zip_path = hostile_zip(tmp_path / "b.zip", [("public/a.txt", b"a"), (device, b"")])
+    message = refused(zip_path, tmp_path)
+    assert message == "public/images/null: device files, pipes and sockets are not allowed in a bundle."
+    assert not any((tmp_path / "dest").rglob("*")), "checked before a byte is written"
+
+
+def test_it_refuses_encrypted_members(tmp_path):
+    zip_path = hostile_zip(tmp_path / "b.zip", [("public/secret.csv", b"a,b\n")])
+    data = bytearray(zip_path.read_bytes())
+    data[data.rfind(b"PK\x01\x02") + 8] |= 0x1  # the "encrypted" flag of the central directory entry
+    zip_path.write_bytes(bytes(data))
+    assert refused(zip_path, tmp_path) == "public/secret.csv: encrypted files are not allowed in a bundle."
+
+
+def test_it_refuses_a_zip_that_holds_a_file_twice(tmp_path):
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        zip_path = hostile_zip(tmp_path / "b.zip", [("public/a.csv", b"a\n1\n"), ("public/a.csv", b"a\n2\n")])
+    assert refused(zip_path, tmp_path) == "public/a.csv: the zip holds this file twice."
+
+
+def test_it_names_the_member_where_the_zip_is_corrupt(tmp_path):
+    zip_path = tmp_path / "b.zip"
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("public/ok.txt", b"fine")
+        archive.writestr("public/images/broken.png", bytes(range(256)) * 64)
+    data = bytearray(zip_path.read_bytes())
+    start = data.find(b"public/images/broken.png") + len("public/images/broken.png") + 40
+    data[start : start + 200] = bytes(200)  # scramble the deflate stream of the second member
+    zip_path.write_bytes(bytes(data))
+    assert refused(zip_path, tmp_path) == "public/images/broken.png: the zip is corrupt here."
+
+
+def test_it_extracts_nested_folders_of_any_files_in_streams(tmp_path, monkeypatch):
+    from webapp.competitions import archives
+
+    monkeypatch.setattr(archives, "CHUNK_BYTES", 1000)  # a member of 20 kB is written in 20 pieces
+    image = bytes(range(256)) * 80
+    members = [("public/images/a/1.png", image), ("public/meta/x.json", b"[1, 2]"), ("public/notes", b"t")]
+    zip_path = hostile_zip(tmp_path / "b.zip", members)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    extract_bundle_zip(zip_path, dest, BundleLimits())
+    assert (dest / "public/images/a/1.png").read_bytes() == image
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
+        "public/images/a/1.png", "public/meta/x.json", "public/notes",
+    ]  # fmt: skip
+
+
+def test_the_default_limits_fit_real_competitions_and_match_the_settings(settings):
+    from webapp.competitions.services import bundle_limits
+
+    assert bundle_limits() == BundleLimits()
+    assert BundleLimits().max_files >= 50_000 and BundleLimits().max_total_bytes >= 8 * 1024**3

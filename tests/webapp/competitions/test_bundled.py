@@ -18,6 +18,7 @@ from rl_core.environment import TaskFiles, run_program
 from rl_core.grading import GradingSpec, grade_submission
 from rl_core.instrument import STAGES
 from rl_core.metrics import get_metric
+from rl_core.public_files import flatten_records, image_files, read_records
 from webapp.competitions.bundled import BUNDLED, build_bundle, bundled_get
 from webapp.competitions.bundled.sources import sklearn_frame
 from webapp.competitions.bundled.spec import CompetitionSpec
@@ -46,8 +47,16 @@ def grading_spec(bundle: Path) -> GradingSpec:
 
 
 def read(bundle: Path, name: str) -> pd.DataFrame:
+    """A bundle's CSV; for "train.csv" or "test.csv" of a JSON-records bundle, its records flattened."""
     folder = "private" if name == "answers.csv" else "public"
+    records = bundle / folder / name.replace(".csv", ".json")
+    if not (bundle / folder / name).exists() and records.exists():
+        return flatten_records(read_records(records))
     return pd.read_csv(bundle / folder / name)
+
+
+def is_records(bundle: Path) -> bool:
+    return (bundle / "public" / "train.json").is_file()
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:
@@ -120,16 +129,20 @@ def test_every_bundle_builds_to_identical_bytes_twice(bundles, tmp_path):
         assert tree_bytes(build_bundle(slug, tmp_path)) == tree_bytes(bundle), slug
 
 
+def design_files(bundle: Path) -> set[str]:
+    """The files a bundle should hold: the tables as CSV or JSON records, and an image per row if any."""
+    tables = ("train.json", "test.json") if is_records(bundle) else ("train.csv", "test.csv")
+    files = {"competition.yaml", "description.md", "public/sample_submission.csv", "private/answers.csv"}
+    files |= {f"public/{name}" for name in tables}
+    if (bundle / "public" / "images").is_dir():
+        ids = pd.concat([read(bundle, "train.csv")["id"], read(bundle, "test.csv")["id"]])
+        files |= {f"public/images/{i}.png" for i in ids}
+    return files
+
+
 @pytest.mark.parametrize("slug", SLUGS)
 def test_the_bundle_holds_exactly_the_design_files(bundles, slug):
-    assert set(tree_bytes(bundles[slug])) == {
-        "competition.yaml",
-        "description.md",
-        "public/train.csv",
-        "public/test.csv",
-        "public/sample_submission.csv",
-        "private/answers.csv",
-    }
+    assert set(tree_bytes(bundles[slug])) == design_files(bundles[slug])
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -156,7 +169,10 @@ def test_train_holds_the_test_columns_and_the_targets_and_test_holds_no_target(b
     targets = config(bundles[slug])["target_columns"]
     train, test = read(bundles[slug], "train.csv"), read(bundles[slug], "test.csv")
     assert not set(targets) & set(test.columns)
-    assert list(train.columns) == list(test.columns) + targets
+    if is_records(bundles[slug]):  # flattened records come back with their columns sorted by name
+        assert sorted(train.columns) == sorted([*test.columns, *targets])
+    else:
+        assert list(train.columns) == list(test.columns) + targets
     assert list(read(bundles[slug], "answers.csv").columns) == ["id", *targets]
 
 
@@ -166,7 +182,10 @@ def test_the_sample_submission_is_one_constant_prediction_per_test_id(bundles, s
     sample = read(bundles[slug], "sample_submission.csv")
     assert list(sample.columns) == ["id", *targets]
     assert set(sample["id"]) == set(read(bundles[slug], "test.csv")["id"])
-    assert all(sample[column].nunique() == 1 for column in targets)
+    if config(bundles[slug])["metric"] in ("pearson", "spearman"):  # a constant has no correlation: untied
+        assert all(sample[column].max() - sample[column].min() <= 1e-6 * len(sample) for column in targets)
+    else:
+        assert all(sample[column].nunique() == 1 for column in targets)
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -214,6 +233,9 @@ def properties(bundle: Path) -> set[str]:
         "categorical": any(features[c].nunique() <= 50 for c in text),
         "free text": any(features[c].str.len().mean() >= 200 for c in text),
         "50,000 rows": len(train) + len(test) >= 50_000,
+        "images": len(image_files(bundle / "public")) == len(train) + len(test),
+        "JSON records": is_records(bundle),
+        "text spans": raw["metric"] == "jaccard",
     }
     return {name for name, present in found.items() if present}
 
@@ -229,10 +251,35 @@ def properties(bundle: Path) -> set[str]:
         "categorical",
         "free text",
         "50,000 rows",
+        "images",
+        "JSON records",
+        "text spans",
     ],
 )
 def test_some_bundled_competition_has(bundles, wanted):
     assert any(wanted in properties(bundle) for bundle in bundles.values())
+
+
+def test_the_digit_images_are_32_pixel_grey_pngs_named_by_id(bundles):
+    from PIL import Image
+
+    bundle = bundles["digit-images"]
+    first = read(bundle, "test.csv")["id"].iloc[0]
+    with Image.open(bundle / "public" / "images" / f"{first}.png") as image:
+        assert (image.format, image.mode, image.size) == ("PNG", "L", (32, 32))
+
+
+def test_house_sale_records_nest_objects_and_lists(bundles):
+    [record, *_] = read_records(bundles["house-sale-records"] / "public" / "train.json")
+    assert set(record["lot"]) == {"size_sqft", "preferred_area"}
+    assert isinstance(record["amenities"], list) and isinstance(record["price"], float)
+    assert "price" not in read_records(bundles["house-sale-records"] / "public" / "test.json")[0]
+
+
+def test_every_help_page_span_is_a_piece_of_its_text(bundles):
+    train = read(bundles["help-page-subjects"], "train.csv")
+    assert all(span in text for span, text in zip(train["selected_text"], train["text"], strict=True))
+    assert (train["selected_text"] != train["text"]).mean() > 0.5  # the whole text is not the answer
 
 
 def test_the_largest_bundles_build_in_seconds(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -227,3 +228,64 @@ def test_it_counts_the_rows_of_every_public_csv(make_bundle):
     bundle = validate_bundle(make_bundle(files={"public/stores.csv": "store,city\n1,Oslo\n2,Rome\n"}))
     rows = {f.name: f.rows for f in bundle.public_files}
     assert (rows["stores.csv"], rows["train.csv"], rows["test.csv"]) == (2, 6, 4)
+
+
+# -- any public data: JSON, text, images, nested folders; only the sample submission is required --------
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 16
+
+
+def test_it_accepts_a_bundle_without_train_and_test_csv(make_bundle):
+    files = {"public/train.csv": None, "public/test.csv": None, "public/images/train/1.png": PNG}
+    bundle = validate_bundle(make_bundle(files=files))
+    assert [f.name for f in bundle.public_files] == ["images/train/1.png", "sample_submission.csv"]
+    assert bundle.baseline_score == pytest.approx(0.5)
+
+
+def test_without_test_csv_the_answers_must_have_the_sample_submission_ids(make_bundle):
+    files = {"public/test.csv": None, "private/answers.csv": "id,churned\n10,0\n11,1\n12,0\n99,1\n"}
+    message = rejection(make_bundle(files=files))
+    assert message == "private/answers.csv: lacks 1 ids of public/sample_submission.csv (e.g. 13)."
+
+
+def test_it_still_requires_the_sample_submission(make_bundle):
+    message = rejection(make_bundle(files={"public/sample_submission.csv": None}))
+    assert message == "public/sample_submission.csv: the bundle has no such file."
+
+
+def test_it_accepts_json_jsonl_text_and_images_in_nested_folders(make_bundle):
+    files = {
+        "public/train.json": '[{"id": 1, "text": "a"}, {"id": 2, "text": "b, c]"}, 3.5e2]',
+        "public/meta.json": '{"classes": ["a", "b"]}',
+        "public/extra/records.jsonl": '{"id": 1}\n\n{"id": 2}\n',
+        "public/notes/readme.txt": "anything at all",
+        "public/images/a/b/c.png": PNG,
+    }
+    rows = {f.name: f.rows for f in validate_bundle(make_bundle(files=files)).public_files}
+    assert (rows["train.json"], rows["meta.json"], rows["extra/records.jsonl"]) == (3, None, 2)
+    assert rows["notes/readme.txt"] is None and rows["images/a/b/c.png"] is None
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("public/train.json", '[{"id": 1}, {"id": 2]', "public/train.json: not valid JSON"),
+        ("public/train.json", '[{"id": 1} {"id": 2}]', "public/train.json: not valid JSON (expected ','"),
+        ("public/train.json", '[{"id": 1}] [2]', "public/train.json: not valid JSON (more data after"),
+        ("public/meta.json", '{"a": 1,}', "public/meta.json: not valid JSON"),
+        ("public/meta.json", "", "public/meta.json: the file is empty."),
+        ("public/deep/x.jsonl", '{"id": 1}\n{"id": \n', "public/deep/x.jsonl: line 2 is not valid JSON"),
+        ("public/x.jsonl", b'{"id": "\xff"}\n', "public/x.jsonl: not UTF-8 text."),
+    ],
+)
+def test_it_rejects_json_that_does_not_parse_naming_the_file(make_bundle, name, content, expected):
+    assert rejection(make_bundle(files={name: content})).startswith(expected)
+
+
+def test_it_reads_a_json_array_larger_than_its_read_chunk(make_bundle, monkeypatch):
+    from webapp.competitions import public_formats
+
+    monkeypatch.setattr(public_formats, "CHUNK_CHARS", 7)  # items and numbers cut across chunks
+    items = [{"id": i, "text": "x" * (i % 13), "v": 12345.678} for i in range(200)]
+    bundle = validate_bundle(make_bundle(files={"public/train.json": json.dumps(items)}))
+    assert {f.name: f.rows for f in bundle.public_files}["train.json"] == 200

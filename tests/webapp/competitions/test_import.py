@@ -7,10 +7,12 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+from django.core.files.uploadedfile import SimpleUploadedFile, TemporaryUploadedFile
 
 from webapp.competitions import services, storage
 from webapp.competitions.bundles import BundleError
@@ -157,3 +159,86 @@ def test_another_user_cannot_read_the_stored_answers(make_bundle, owner, travers
     )
     assert hidden.returncode != 0 and "Permission denied" in hidden.stderr
     assert "10,0" not in hidden.stdout
+
+
+# -- any data, at real size; a failed import stores nothing; rejections name the user's files -----------
+
+PNG = bytes.fromhex("89504e470d0a1a0a") + bytes(range(256)) * 4
+
+
+def upload(path: Path, name: str | None = None) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name or path.name, path.read_bytes())
+
+
+def test_it_imports_images_json_and_text_in_nested_folders_without_train_and_test_csv(
+    make_bundle, make_zip, tmp_path, owner
+):
+    files = {"public/train.csv": None, "public/test.csv": None, "public/train/records.jsonl": '{"a": 1}\n'}
+    files |= {f"public/images/{split}/{i}.png": PNG for split in ("train", "test") for i in range(3)}
+    competition = services.competition_import(
+        path=make_zip(make_bundle(files=files), tmp_path / "b.zip"), owner=owner
+    )
+    names = [f["name"] for f in competition.public_files]
+    assert names[:2] == ["images/test/0.png", "images/test/1.png"] and "train/records.jsonl" in names
+    assert (storage.public_dir("tiny-churn") / "images/train/2.png").read_bytes() == PNG
+    assert storage.public_file("tiny-churn", "images/train/2.png") is not None
+
+
+def test_a_zip_that_fails_halfway_through_extraction_stores_nothing(make_bundle, tmp_path, owner, data_dir):
+    zip_path = tmp_path / "b.zip"
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(make_bundle().rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(tmp_path / "bundle-0").as_posix())
+        archive.writestr("public/zz-last.bin", b"z" * 4000)
+    data = bytearray(zip_path.read_bytes())
+    central = data.rfind(b"PK\x01\x02")  # the last member claims 10 bytes and unpacks to 4000
+    data[central + 24 : central + 28] = (10).to_bytes(4, "little")
+    zip_path.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match=r"^public/zz-last\.bin: the zip is corrupt here\.$"):
+        services.competition_import(path=zip_path, owner=owner)
+    assert Competition.objects.count() == 0
+    assert stored_files(data_dir) == []
+
+
+def test_a_bundle_rejected_after_its_files_are_unpacked_stores_nothing(
+    make_bundle, make_zip, tmp_path, owner, data_dir
+):
+    files = {f"public/images/{i}.png": PNG for i in range(50)} | {"public/meta/bad.json": "[1, 2"}
+    zip_path = make_zip(make_bundle(files=files), tmp_path / "b.zip")
+    with pytest.raises(BundleError, match=r"^public/meta/bad\.json: not valid JSON"):
+        services.competition_import(path=zip_path, owner=owner)
+    assert Competition.objects.count() == 0
+    assert stored_files(data_dir) == []
+
+
+def test_a_rejected_upload_names_the_users_zip_not_a_staging_file(owner, tmp_path, data_dir):
+    garbage = tmp_path / "my-competition.zip"
+    garbage.write_bytes(b"not a zip at all")
+    with pytest.raises(BundleError) as caught:
+        services.competition_import_upload(files=[upload(garbage)], owner=owner)
+    assert str(caught.value) == "my-competition.zip: not a readable .zip file."
+
+
+def test_a_rejected_leaderboard_is_named_without_the_staging_path(
+    make_bundle, make_zip, tmp_path, owner, data_dir
+):
+    bundle = make_bundle(files={"leaderboard.csv": "team,points\na,1\n"})
+    zip_path = make_zip(bundle, tmp_path / "with-board.zip", prefix="tiny/")
+    with pytest.raises(BundleError) as caught:
+        services.competition_import_upload(files=[upload(zip_path)], owner=owner)
+    message = str(caught.value)
+    assert message.startswith("leaderboard.csv: the leaderboard file has no 'score' column")
+    assert "staging" not in message and str(data_dir) not in message and "/" not in message.split("(")[0]
+    assert stored_files(data_dir) == []
+
+
+def test_an_upload_spooled_to_a_temporary_file_is_moved_not_copied(make_bundle, make_zip, tmp_path, owner):
+    zip_path = make_zip(make_bundle(), tmp_path / "b.zip")
+    spooled = TemporaryUploadedFile("b.zip", "application/zip", zip_path.stat().st_size, None)
+    spooled.write(zip_path.read_bytes())
+    spooled.flush()
+    temporary = Path(spooled.temporary_file_path())
+    assert services.competition_import_upload(files=[spooled], owner=owner).slug == "tiny-churn"
+    assert not temporary.exists()
+    spooled.close()  # Django closes it after the request: the file it would delete is gone already

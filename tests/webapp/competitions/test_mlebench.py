@@ -166,20 +166,43 @@ def test_it_refuses_a_dataset_path_that_leaves_the_prepared_folder(tmp_path, own
         services.competition_import(path=folder, owner=owner)
 
 
-def test_it_refuses_a_competition_without_a_tabular_test_set(tmp_path, owner, data_dir):
+def test_a_competition_without_a_test_csv_takes_the_samples_first_column_as_the_id(tmp_path, owner):
     folder = churn_folder(
         tmp_path,
         dataset={"answers": "churn-mle/prepared/private/test.csv"},
         files={"prepared/public/sample_submission.csv": "id,churned\n10,0.5\n11,0.5\n"},
     )
     (folder / "prepared" / "public" / "test.csv").unlink()
-    with pytest.raises(BundleError) as caught:
+    competition = services.competition_import(path=folder, owner=owner)
+    assert (competition.id_column, competition.target_columns) == ("id", ["churned"])
+
+
+def test_it_refuses_a_grader_without_a_practicum_metric_naming_the_grader(tmp_path, owner, data_dir):
+    folder = churn_folder(tmp_path, dataset={"answers": "churn-mle/prepared/private/test.csv"})
+    (folder / "prepared" / "public" / "sample_submission.csv").write_text("id,churned\n10,0.5\n11,0.5\n")
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    config["grader"]["name"] = "column-wise-spearman"
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(
+        BundleError, match=r"^config.yaml: grader 'column-wise-spearman' has no Practicum metric"
+    ):
         services.competition_import(path=folder, owner=owner)
-    assert str(caught.value) == (
-        "prepared/public/test.csv: the MLE-bench folder has no such file; "
-        "Practicum needs tabular train.csv and test.csv."
-    )
     assert Competition.objects.count() == 0 and not [p for p in data_dir.rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize(
+    ("competition", "grader", "n_targets", "metric"),
+    [
+        ("tweet-sentiment-extraction", "jaccard-similarity", 1, "jaccard"),
+        ("plant-pathology-2020-fgvc7", "mean-column-wise-roc-auc", 4, "mean_columnwise_roc_auc_exact"),
+        ("lmsys-chatbot-arena", "multi-class-log-loss", 3, "log_loss_6dp"),
+        ("spooky-author-identification", "multi-class-log-loss", 3, "log_loss"),
+    ],
+)
+def test_a_competition_whose_grader_checks_differently_gets_the_metric_that_checks_the_same(
+    competition, grader, n_targets, metric
+):
+    assert map_grader({"id": competition, "grader": {"name": grader}}, n_targets=n_targets) == metric
 
 
 def test_it_makes_a_slug_of_an_id_with_capitals_and_spaces(tmp_path, owner):

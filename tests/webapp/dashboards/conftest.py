@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rl_core.outcome import AttemptOutcome
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 
@@ -46,7 +47,7 @@ def finish():
         return services.attempt_finish(
             run_id=run.id,
             key=key,
-            result=result(score=score, program=program, duration_s=duration_s),
+            outcome=AttemptOutcome.from_dict(result(score=score, program=program, duration_s=duration_s)),
             staleness=0,
         )
 

@@ -36,13 +36,15 @@ socket.onopen();
 for (const message of JSON.parse(fs.readFileSync(0, "utf8"))) {
   socket.onmessage({ data: JSON.stringify(message) });
 }
-const { seq, stats } = page.window.practicum.state;
-console.log(JSON.stringify({ seq, finished: stats.finished, valid: stats.valid, sent: socket.sent }));
+const { seq, stats, bestSteps } = page.window.practicum.state;
+console.log(JSON.stringify({ seq, finished: stats.finished, valid: stats.valid, sent: socket.sent,
+  best: bestSteps.map((step) => step.number) }));
 """
 
 
 def page_after(messages: list[dict]) -> dict:
-    """What the run page holds after `messages`: its seq, finished and valid counts, and what it sent."""
+    """What the run page holds after `messages`: its seq, finished and valid counts, what it sent, and the
+    numbers of the attempts on its best-score curve."""
     done = subprocess.run(
         [NODE, "-e", HARNESS, str(RUN_JS)],
         input=json.dumps(messages),
@@ -54,10 +56,12 @@ def page_after(messages: list[dict]) -> dict:
     return json.loads(done.stdout)
 
 
-def attempt(number: int, *, seq: int) -> dict:
-    """The event of attempt `number` finishing with a valid submission."""
-    return {"type": "attempt", "seq": seq, "best_score": None, "attempt": {
-        "id": number, "number": number, "status": "ok", "valid": True, "score": None, "stages": [],
+def attempt(number: int, *, seq: int, score: float | None = None, improves_best: bool | None = None) -> dict:
+    """The event of attempt `number` finishing with a valid submission (and the server's verdict on whether
+    it improved the best score, when given)."""
+    verdict = {} if improves_best is None else {"improves_best": improves_best}
+    return {"type": "attempt", "seq": seq, "best_score": score, **verdict, "attempt": {
+        "id": number, "number": number, "status": "ok", "valid": True, "score": score, "stages": [],
         "finished_at": "2025-01-01T00:00:00+00:00"}}  # fmt: skip
 
 
@@ -83,3 +87,15 @@ def test_the_run_page_applies_events_again_once_the_fresh_snapshot_arrives():
     gap = [snapshot(seq=3, finished=1), attempt(2, seq=5)]
     held = page_after([*gap, snapshot(seq=5, finished=3), attempt(3, seq=5), attempt(4, seq=6)])
     assert (held["seq"], held["finished"]) == (6, 4)
+
+
+def test_the_run_page_draws_the_best_score_curve_from_the_servers_verdict_alone():
+    """Attempt 2 scores higher and attempt 3 lower than attempt 1; the server says (rl_core.metrics.is_better,
+    for a lower-is-better metric) that 3 improved and 2 did not, and the page follows it."""
+    events = [
+        attempt(1, seq=2, score=0.5, improves_best=True),
+        attempt(2, seq=3, score=0.9, improves_best=False),
+        attempt(3, seq=4, score=0.1, improves_best=True),
+    ]
+    held = page_after([snapshot(seq=1, finished=0), *events])
+    assert held["best"] == [1, 3]

@@ -10,6 +10,7 @@ import time
 import pytest
 from django.db import connection, connections, transaction
 
+from rl_core.outcome import AttemptOutcome
 from webapp.runs import events, selectors, services
 from webapp.runs.models import Attempt, Run
 
@@ -62,7 +63,9 @@ def test_an_attempt_finishing_while_the_snapshot_is_read_is_left_to_its_event(ru
         thread, out = snapshot_in_a_thread(run)
         wait_until_someone_waits_for(table)
         # ... and finish the attempt meanwhile: its event commits with the next seq.
-        services.attempt_finish(run_id=run.id, key="0-0", result=RESULT, staleness=0)
+        services.attempt_finish(
+            run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(RESULT), staleness=0
+        )
         finish_seq = Run.objects.values_list("event_seq", flat=True).get(id=run.id)
     thread.join(timeout=30)
     snapshot = out["snapshot"]
@@ -82,3 +85,12 @@ def test_a_finished_attempt_is_in_the_snapshot_with_its_events_seq(run, finish):
 def test_an_events_seq_cannot_be_taken_outside_the_transaction_of_its_change(run):
     with pytest.raises(RuntimeError, match="inside the transaction"):
         events.publish(run.id, "run", {})
+
+
+def test_the_snapshot_names_the_stages_and_whether_the_run_is_active_so_the_page_keeps_no_list(run):
+    from rl_core.instrument import STAGES
+
+    snapshot = selectors.run_snapshot(run=run)
+    assert snapshot["stages"] == list(STAGES) and snapshot["run"]["active"] is True
+    services.run_cancel(run_id=run.id)
+    assert selectors.run_snapshot(run=run)["run"]["active"] is False

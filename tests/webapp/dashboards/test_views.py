@@ -8,6 +8,7 @@ import json
 import pytest
 from django.urls import reverse
 
+from rl_core.outcome import AttemptOutcome
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
@@ -263,7 +264,9 @@ def test_the_attempt_page_and_api_say_the_lms_markers_were_refused_when_the_rule
         "stderr_tail": "", "plan": "", "program": "print(1)\n", "instrumented_program": "print(1)\n",
         "instrumentation": "lm-fallback",
     }  # fmt: skip
-    attempt = services.attempt_finish(run_id=run.id, key="0-0", result=outcome, staleness=0)
+    attempt = services.attempt_finish(
+        run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(outcome), staleness=0
+    )
     response = as_user(owner).get(reverse("dashboards:attempt", args=[run.id, attempt.number]))
     assert b"Instrumented by: AST rules (the LM&#x27;s markers were refused)" in response.content
     listed = as_user(owner).get(f"/api/runs/{run.id}/attempts/").json()["results"]

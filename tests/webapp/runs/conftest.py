@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rl_core.demonstrations import grammar_pool_responses
 from rl_core.policy import Prompt
 from rl_core.prompts import SYSTEM_PROMPT, build_messages
 from rl_core.testing import save_tiny_llama
+from rl_core.warmstart.demonstrations import grammar_pool_responses
 from webapp.competitions.agent_inputs import competition_task_info
 from webapp.competitions.management.commands.seed_competitions import seed_one
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from rl_core.outcome import AttemptOutcome
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
@@ -28,7 +29,9 @@ def finish():
             run_id=run.id, key=key, competition=run.competitions.get(), sample_fields=sample, policy_version=0
         )
         result = {**RESULT, "valid": score is not None, "score": score, "reward": score or -1.0}
-        return services.attempt_finish(run_id=run.id, key=key, result=result, staleness=0)
+        return services.attempt_finish(
+            run_id=run.id, key=key, outcome=AttemptOutcome.from_dict(result), staleness=0
+        )
 
     return make
 
@@ -184,6 +187,14 @@ def test_a_competition_uploaded_through_the_api_is_created_and_a_bad_one_stores_
     assert response.status_code == 400 and "vibes" in response.json()["error"]
     assert list(Competition.objects.values_list("slug", flat=True)) == ["tiny-churn"]
     assert not (data_dir / "competitions" / "bad-one").exists()
+
+
+def test_a_competition_list_counts_public_files_and_the_detail_lists_them(api, owner, competition):
+    api.force_authenticate(owner)
+    listed = next(c for c in api.get("/api/competitions/").json()["results"] if c["slug"] == competition.slug)
+    detail = api.get(f"/api/competitions/{competition.slug}/").json()
+    assert "public_files" not in listed and listed["public_file_count"] == len(competition.public_files) > 0
+    assert [f["name"] for f in detail["public_files"]] == [f["name"] for f in competition.public_files]
 
 
 def test_the_warm_starts_endpoint_lists_those_the_user_may_use_without_server_paths(

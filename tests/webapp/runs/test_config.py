@@ -76,7 +76,7 @@ def test_the_ast_rules_instrument_by_default_and_an_lm_run_may_choose_its_frozen
 
 
 def test_the_slot_and_weighting_settings_reach_the_loop_and_the_learner():
-    from webapp.runs.supervisor import learner_config, loop_config
+    from workers.driver import learner_config, loop_config
 
     config = RunConfig.from_dict({"improve_from": "slots", "duration_weighting": "paper"})
     assert loop_config(config).improve_from == "slots"
@@ -90,9 +90,16 @@ def test_the_slot_and_weighting_settings_reach_the_loop_and_the_learner():
 def test_an_lm_draws_programs_in_batches_by_default_and_the_grammar_policy_one_at_a_time():
     from rl_core.policies.lm import LMPolicyConfig
     from webapp.runs.config import LM_GENERATION_BATCH
-    from webapp.runs.supervisor import loop_config
+    from workers.driver import loop_config
 
     assert LMPolicyConfig.generation_batch == LM_GENERATION_BATCH
     assert loop_config(RunConfig(policy="lm")).sample_ahead == LM_GENERATION_BATCH
     assert loop_config(RunConfig()).sample_ahead == 1
     assert loop_config(RunConfig(sample_ahead=3, max_staleness=0)).max_staleness == 0
+
+
+def test_an_lm_is_drawn_by_the_background_sampler_and_the_grammar_policy_in_the_loops_thread():
+    from workers.driver import loop_config
+
+    assert loop_config(RunConfig(policy="lm")).sampler == "background"
+    assert loop_config(RunConfig()).sampler == "inline"

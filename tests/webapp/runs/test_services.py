@@ -7,6 +7,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from rl_core.outcome import AttemptOutcome
 from webapp.runs import services
 from webapp.runs.events import run_group_name
 from webapp.runs.models import Attempt, Run
@@ -66,8 +67,10 @@ def test_starting_an_attempt_twice_records_one_attempt_and_counts_a_try(run):
 
 def test_a_duplicate_result_is_stored_once(run):
     start(run)
-    services.attempt_finish(run_id=run.id, key="0-0", result=RESULT, staleness=1)
-    services.attempt_finish(run_id=run.id, key="0-0", result={**RESULT, "score": 0.1}, staleness=3)
+    services.attempt_finish(run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(RESULT), staleness=1)
+    services.attempt_finish(
+        run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict({**RESULT, "score": 0.1}), staleness=3
+    )
     run.refresh_from_db()
     assert run.attempts_done == 1 and run.best_score == 0.75
     assert Attempt.objects.get().staleness == 1
@@ -80,7 +83,9 @@ def test_nul_characters_from_a_program_or_a_model_are_stored_as_replacement_char
         sample_fields={**SAMPLE, "response": "plan\x00", "info": {"note": "\x00"}},
     )  # fmt: skip
     result = {**RESULT, "stdout_tail": "out\x00put", "stderr_tail": "\x00", "program": "print('\x00')"}
-    attempt = services.attempt_finish(run_id=run.id, key="0-0", result=result, staleness=0)
+    attempt = services.attempt_finish(
+        run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(result), staleness=0
+    )
     attempt.refresh_from_db()
     assert (attempt.response, attempt.info["note"], attempt.stdout_tail) == (
         "plan\ufffd",
@@ -92,14 +97,19 @@ def test_nul_characters_from_a_program_or_a_model_are_stored_as_replacement_char
 def test_the_best_score_follows_the_metric_direction(run):
     for i, score in enumerate([0.5, 0.75, 0.25]):
         start(run, key=f"0-{i}")
-        services.attempt_finish(run_id=run.id, key=f"0-{i}", result={**RESULT, "score": score}, staleness=0)
+        services.attempt_finish(
+            run_id=run.id,
+            key=f"0-{i}",
+            outcome=AttemptOutcome.from_dict({**RESULT, "score": score}),
+            staleness=0,
+        )
     run.refresh_from_db()
     assert run.best_score == 0.75 and run.best_attempt.key == "0-1"
 
 
 def test_events_reach_the_channel_layer_after_commit_with_consecutive_seq(run, listener):
     start(run)
-    services.attempt_finish(run_id=run.id, key="0-0", result=RESULT, staleness=0)
+    services.attempt_finish(run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(RESULT), staleness=0)
     services.learner_step_record(run_id=run.id, version=1, metrics={"losses/policy": 0.1}, wall_s=2.0)
     messages = listener()
     assert [m["type"] for m in messages] == ["attempt", "attempt", "metrics"]
@@ -117,3 +127,16 @@ def test_a_learner_step_moves_the_policy_version_only_forward(run):
     services.learner_step_record(run_id=run.id, version=2, metrics={"x": 1}, wall_s=1.0)
     run.refresh_from_db()
     assert run.policy_version == 2 and run.learner_steps.count() == 1
+
+
+def test_an_attempts_event_says_whether_it_improved_the_best_score_so_the_page_need_not_judge(run, listener):
+    for i, score in enumerate([0.5, 0.25, 0.75]):  # the run's metric is accuracy: higher is better
+        start(run, key=f"0-{i}")
+        services.attempt_finish(
+            run_id=run.id,
+            key=f"0-{i}",
+            outcome=AttemptOutcome.from_dict({**RESULT, "score": score}),
+            staleness=0,
+        )
+    finished = [m for m in listener() if m["type"] == "attempt" and m["attempt"]["finished_at"]]
+    assert [m["improves_best"] for m in finished] == [True, False, True]

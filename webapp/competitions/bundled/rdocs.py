@@ -48,16 +48,22 @@ def plain_text(fragment: str) -> str:
     return " ".join(html.unescape(_TAG.sub(" ", fragment)).split())
 
 
+def page_sections(page: str) -> list[tuple[str, str]]:
+    """[(section name, its plain text), ...] of an R help page's <h3> sections, in page order."""
+    parts = _SECTION.split(page)
+    return [(name.strip(), plain_text(body)) for name, body in zip(parts[1::2], parts[2::2], strict=True)]
+
+
+def page_title(page: str) -> str:
+    """An R help page's <h2> title as plain text ("" when it has none)."""
+    title = _TITLE.search(page)
+    return plain_text(title.group(1)) if title else ""
+
+
 def page_fields(page: str) -> tuple[str, str]:
     """(title, text) of an R help page: its <h2> title, and its kept sections as "Name: body" prose."""
-    title = _TITLE.search(page)
-    parts = _SECTION.split(page)
-    sections = [
-        f"{name.strip()}: {plain_text(body)}"
-        for name, body in zip(parts[1::2], parts[2::2], strict=True)
-        if name.strip() in KEPT_SECTIONS
-    ]
-    return plain_text(title.group(1)) if title else "", " ".join(sections)
+    sections = [f"{name}: {body}" for name, body in page_sections(page) if name in KEPT_SECTIONS]
+    return page_title(page), " ".join(sections)
 
 
 def load_docs() -> pd.DataFrame:

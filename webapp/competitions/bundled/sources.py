@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-PYDATASET_CSVS = frozenset({"ggplot2/diamonds", "ggplot2/movies", "ggplot2/mpg", "Ecdat/Computers"})
+PYDATASET_CSVS = frozenset(
+    {"ggplot2/diamonds", "ggplot2/movies", "ggplot2/mpg", "Ecdat/Computers", "Ecdat/Housing"}
+)
 """The pydataset tables the bundled competitions read ("package/item"); add one here to read it."""
 
 _RDATA = "resources/rdata/"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -29,6 +30,11 @@ class CompetitionSpec:
         id_column: the name of the id column every CSV starts with.
         time_limit_s: wall-clock seconds a solution program may run.
         memory_mb: the memory a solution program may use.
+        public_writer: writes public/'s training and test files from the split frames (train with the
+            targets, test without), e.g. as JSON records or image files, as
+            ``public_writer(spec, train, test, public_dir)``; None writes ``train.csv`` and ``test.csv``.
+        data_files: Markdown bullets naming the training and test files, for a `public_writer` whose
+            files are not ``train.csv`` and ``test.csv``.
     """
 
     slug: str
@@ -46,3 +52,5 @@ class CompetitionSpec:
     id_column: str = "id"
     time_limit_s: int = 300
     memory_mb: int = 2048
+    public_writer: Callable[[CompetitionSpec, pd.DataFrame, pd.DataFrame, Path], None] | None = None
+    data_files: str = ""

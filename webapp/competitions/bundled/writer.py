@@ -3,13 +3,15 @@
 ```
 competition.yaml   name, slug, metric, id_column, target_columns, time_limit_s, memory_mb
 description.md     the Kaggle-style page (`description.render_description`)
-public/            train.csv (id, features, targets), test.csv (id, features), sample_submission.csv
+public/            train.csv (id, features, targets), test.csv (id, features), sample_submission.csv;
+                   or, for a spec with a `public_writer`, the files it writes (JSON records, images)
 private/answers.csv (id, targets)
 ```
 The split and the ids come from the spec's seed alone, so two builds write identical bytes. Ids are a
 shuffled range 1..N over all rows, and each file is sorted by id, so neither ids nor row order reveal
 the original order of the dataset. The sample submission is the trivial constant prediction of the
-metric's kind, computed on train: the most frequent label, the class priors (or P(1)), or the mean.
+metric's kind, computed on train: the most frequent label (or text), the class priors (or P(1)), or the
+mean; under a correlation metric, the mean plus an uninformative ramp of 1e-6 per row in id order.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from webapp.competitions.bundled.spec import CompetitionSpec
 
 PROBABILITY_DECIMALS = 6
 """Constant predictions are rounded so the sample submission stays readable."""
+CORRELATION_METRICS = frozenset({"pearson", "spearman"})
+"""Metrics for which a constant prediction has no score (MLE-bench grades it NaN, invalid): their sample
+submission is a constant made untied (`untie`)."""
 
 
 def write_bundle(spec: CompetitionSpec, dest: Path) -> None:
@@ -38,8 +43,11 @@ def write_bundle(spec: CompetitionSpec, dest: Path) -> None:
     features = [column for column in frame.columns if column not in spec.target_columns]
     (dest / "public").mkdir(parents=True, exist_ok=True)
     (dest / "private").mkdir(exist_ok=True)
-    write_csv(train, dest / "public" / "train.csv")
-    write_csv(test[[spec.id_column, *features]], dest / "public" / "test.csv")
+    if spec.public_writer is None:
+        write_csv(train, dest / "public" / "train.csv")
+        write_csv(test[[spec.id_column, *features]], dest / "public" / "test.csv")
+    else:
+        spec.public_writer(spec, train, test[[spec.id_column, *features]], dest / "public")
     write_csv(sample, dest / "public" / "sample_submission.csv")
     write_csv(test[[spec.id_column, *spec.target_columns]], dest / "private" / "answers.csv")
     (dest / "competition.yaml").write_text(competition_yaml(spec), encoding="utf-8")
@@ -73,13 +81,24 @@ def constant_submission(spec: CompetitionSpec, train: pd.DataFrame, test: pd.Dat
     """One row per test id holding the same trivial prediction, learnt from train."""
     kind = get_metric(spec.metric).prediction
     targets = train[list(spec.target_columns)]
-    if kind == "label":
+    if kind == "label" or not all(pd.api.types.is_numeric_dtype(targets[c]) for c in targets):
         constants = {column: targets[column].mode().iloc[0] for column in spec.target_columns}
     else:  # "probability" (priors, or P(1)) and "value" (means) are both column means
         constants = {column: round(float(targets[column].mean()), PROBABILITY_DECIMALS) for column in targets}
     sample = pd.DataFrame({spec.id_column: test[spec.id_column].to_numpy()})
     for column, value in constants.items():
         sample[column] = value
+    if spec.metric in CORRELATION_METRICS:
+        sample = untie(sample, spec.target_columns)
+    return sample
+
+
+def untie(sample: pd.DataFrame, targets: tuple[str, ...]) -> pd.DataFrame:
+    """The constant prediction plus a ramp of 1e-6 per row in id order: ids are shuffled, so the ramp
+    carries no information, but a correlation is defined for it (a constant's is NaN, an invalid grade)."""
+    ramp = sample.iloc[:, 0].rank(method="first").to_numpy() * 10.0**-PROBABILITY_DECIMALS
+    for column in targets:
+        sample[column] = (sample[column] + ramp).round(PROBABILITY_DECIMALS)
     return sample
 
 

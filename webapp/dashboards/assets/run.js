@@ -5,15 +5,15 @@
 // The snapshot's chart history is downsampled by the server; its `stats` (finished, valid, stage counts)
 // and `best_steps` (every improvement of the best score) are exact and are kept up to date from events.
 // Once the page holds too many points it asks for a fresh (re-downsampled) snapshot. Redraws are
-// throttled, so a fast run costs a few redraws a second. The table shows the newest 50 live and pages
+// throttled, so a fast run costs a few redraws a second. The page judges nothing itself: the stage names come
+// with the snapshot (rl_core.instrument), whether an attempt improved the best score with its event
+// (`improves_best`, by rl_core.metrics.is_better), and whether the run is still active with the run. The table shows the newest 50 live and pages
 // older attempts from /api/runs/<id>/attempts/. plotly.js is deferred: the socket opens (and the server
 // builds the snapshot) while the browser is still evaluating it; drawing waits for it.
 (function () {
   const runId = JSON.parse(document.getElementById("run-id").textContent);
   const MAX_POINTS = 4000, DRAW_EVERY_MS = 400, PAGE_SIZE = 50;
-  const FINAL = ["finished", "failed", "cancelled"];
-  const STAGES = ["imports_done", "data_loaded", "model_defined", "model_trained", "predictions_made", "submission_written"];
-  const state = { seq: 0, attempts: new Map(), metrics: new Map(), total: 0, run: null,
+  const state = { seq: 0, attempts: new Map(), metrics: new Map(), total: 0, run: null, stages: [],
     stats: { finished: 0, valid: 0, stages: {} }, bestSteps: [] };
   const $ = (id) => document.getElementById(id);
   let socket = null, retryMs = 500, drawTimer = null, lastDraw = 0, page = 1, awaitingSnapshot = true;
@@ -41,14 +41,14 @@
     if (awaitingSnapshot || message.seq <= state.seq) return;  // included in the snapshot (on its way)
     if (message.seq > state.seq + 1) return resync();
     state.seq = message.seq;
-    if (message.type === "attempt") applyAttempt(message.attempt, message.best_score);
+    if (message.type === "attempt") applyAttempt(message.attempt, message.best_score, message.improves_best);
     else if (message.type === "metrics") state.metrics.set(message.step.version, message.step);
     else if (message.type === "run") state.run = message.run;
     if (state.attempts.size > MAX_POINTS) return resync();
     scheduleDraw();
   }
 
-  function applyAttempt(a, bestScore) {
+  function applyAttempt(a, bestScore, improvesBest) {
     const before = state.attempts.get(a.id);
     state.attempts.set(a.id, a);
     state.total = Math.max(state.total, a.number);
@@ -59,19 +59,13 @@
       state.stats.valid += a.valid ? 1 : 0;
       a.stages.forEach((s) => { state.stats.stages[s] = (state.stats.stages[s] || 0) + 1; });
     }
-    if (a.valid && a.score !== null && improves(a.score)) state.bestSteps.push({ number: a.number, score: a.score, finished_at: a.finished_at });
+    if (improvesBest) state.bestSteps.push({ number: a.number, score: a.score, finished_at: a.finished_at });
     if (bestScore !== undefined && state.run) state.run.best_score = bestScore;
-  }
-
-  function improves(score) {
-    const last = state.bestSteps[state.bestSteps.length - 1];
-    const higher = !(state.run && state.run.higher_is_better === false);
-    return !last || (higher ? score > last.score : score < last.score);
   }
 
   function applySnapshot(snapshot) {
     awaitingSnapshot = false;
-    Object.assign(state, { seq: snapshot.seq, run: snapshot.run, total: snapshot.attempts_total,
+    Object.assign(state, { seq: snapshot.seq, run: snapshot.run, total: snapshot.attempts_total, stages: snapshot.stages || [],
       stats: snapshot.stats, bestSteps: snapshot.best_steps,
       attempts: new Map(snapshot.attempts.map((a) => [a.id, a])),
       metrics: new Map(snapshot.metrics.map((m) => [m.version, m])) });
@@ -116,8 +110,8 @@
     react("chart-valid", [{ x: done.map((a) => a.number), y: rolling(done.map((a) => (a.valid ? 1 : 0)), 20), mode: "lines", name: "valid" }],
       layout("Valid-submission rate (rolling 20)", "attempt", "rate"));
     react("chart-duration", [byVersion(steps, "charts/duration_mean_s")], layout("Mean Δt per update", "policy version", "seconds"));
-    const reached = STAGES.map((s) => state.stats.stages[s] || 0);
-    react("chart-funnel", [{ type: "bar", orientation: "h", y: STAGES, x: reached, text: reached, textposition: "auto" }],
+    const reached = state.stages.map((s) => state.stats.stages[s] || 0);
+    react("chart-funnel", [{ type: "bar", orientation: "h", y: state.stages, x: reached, text: reached, textposition: "auto" }],
       { ...layout(`Stage funnel (${state.stats.finished} finished)`, "", ""), margin: { l: 130, r: 10, t: 36, b: 30 },
         yaxis: { autorange: "reversed", automargin: true } });
     const groups = groupBy(done, (a) => a.family || a.prompt_kind);
@@ -130,8 +124,8 @@
       layout("Staleness", "policy version", "versions"));
     react("chart-weights", [byVersion(steps, "charts/duration_weight_max")], layout("Duration weights (max Δt/mean Δt)", "policy version", "weight"));
     if ($("chart-tokens")) react("chart-tokens", [byVersion(steps, "charts/tokens_per_s")], layout("Generation speed", "policy version", "tokens / s"));
-    react("chart-sampler", ["sampler/generation_batch_mean", "sampler/queue_depth"].map((k) => byVersion(steps, k)),
-      layout("Sampler: programs per generation call, queued", "policy version", "programs"));
+    react("chart-sampler", ["sampler/generation_batch_mean", "sampler/queue_depth", "sampler/dropped_stale"].map((k) => byVersion(steps, k)),
+      layout("Sampler: programs per generation call, queued, dropped as stale", "policy version", "programs"));
     react("chart-generation", ["sampler/generation_s_mean", "charts/duration_mean_s"].map((k) => byVersion(steps, k)),
       layout("Generation time beside Δt", "policy version", "seconds"));
     drawWarmStart();
@@ -231,7 +225,7 @@
     $("stat-best").textContent = fmt(run.best_score);
     $("stat-valid").textContent = state.stats.finished ? fmt(state.stats.valid / state.stats.finished, 2) : "–";
     $("stat-version").textContent = run.policy_version ?? "";
-    if ($("cancel")) $("cancel").form.hidden = FINAL.includes(run.status);  // drawn while the run was active
+    if ($("cancel")) $("cancel").form.hidden = run.active === false;  // drawn while the run was active
   }
 
   function drawTable(rows) {

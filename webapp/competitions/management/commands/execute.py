@@ -71,9 +71,9 @@ class Command(JsonCommand):
 
 def frozen_lm(model: str | None):
     """prompt -> the frozen model's greedy reply (LMPolicy.generate_frozen, adapters off)."""
-    from rl_core.models import EMBEDDED_MODEL, ModelNotFoundError
     from rl_core.policies.lm import LMPolicy, LMPolicyConfig
-    from webapp.runs.supervisor import models_dir
+    from rl_core.policies.lm_weights import EMBEDDED_MODEL, ModelNotFoundError
+    from webapp.storage import models_dir
 
     try:
         policy = LMPolicy(LMPolicyConfig(model=model or EMBEDDED_MODEL, cache_dir=str(models_dir())))

@@ -31,7 +31,9 @@ from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
 from webapp.runs import selectors, services, warmstarts
 from webapp.runs.config import RunConfig, run_ids
+from webapp.runs.dispatch import dispatcher
 from webapp.runs.models import Run
+from webapp.runs.progress import ProgressObserver
 from webapp.runs.selectors import EVAL_PREFIX
 
 DEFAULTS = RunConfig()
@@ -79,9 +81,6 @@ class Command(JsonCommand):
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run")
 
     def run(self, **options):
-        from webapp.runs.progress import ProgressObserver
-        from webapp.runs.supervisor import run_supervise
-
         run = resume_run(options["resume"]) if options["resume"] else create_run(options)
         config = RunConfig.from_dict(run.config)
         started = time.monotonic()
@@ -89,7 +88,7 @@ class Command(JsonCommand):
             f"Run {run.id}: {config.policy} policy on {', '.join(c.slug for c in run.competitions.all())}"
         )
         total = config.attempts + (2 * run.competitions.count() if config.final_evaluation else 0)
-        run_supervise(run_id=run.id, observer_wrapper=lambda o: ProgressObserver(
+        dispatcher().drive(run.id, observer_wrapper=lambda o: ProgressObserver(
             o, total=total, capacity=config.actors))  # fmt: skip
         run.refresh_from_db()
         finished = run.attempts.exclude(status="running").exclude(prompt_kind__startswith=EVAL_PREFIX)

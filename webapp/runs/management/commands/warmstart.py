@@ -17,13 +17,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from rl_core.models import EMBEDDED_MODEL, in_hub_cache
+from rl_core.policies.lm_weights import EMBEDDED_MODEL, in_hub_cache
 from webapp import storage
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
 from webapp.runs import selectors
+from webapp.runs.dispatch import dispatcher
 from webapp.runs.models import Run
-from webapp.runs.warmstarts import WarmStartRequest, warm_start_create
+from webapp.runs.warmstarts import WarmStartRequest
 
 
 class Command(JsonCommand):
@@ -52,7 +53,7 @@ class Command(JsonCommand):
         started = time.monotonic()
         bar = StepBar()
         try:
-            summary = warm_start_create(request=request, say=self.progress, on_step=bar.advance)
+            summary = dispatcher().warm_start(request=request, say=self.progress, on_step=bar.advance)
         finally:
             bar.close()
         self.progress(f"Saved {summary['adapter']} in {time.monotonic() - started:.0f} s.")

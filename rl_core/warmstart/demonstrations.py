@@ -8,7 +8,7 @@ which is where LMPolicy's sampler stops (`format_response`). Two sources:
   Solve prompts are answered by fresh programs drawn from a GrammarPolicy (uniform over the grammar at
   its initial parameters, so families and settings vary). Improve prompts show an earlier valid program
   for the same task with its real output and score (run beforehand: `grammar_pool_responses` gives the
-  programs to run, `rl_core.baselines.previous_solutions` runs them) and are answered by the
+  programs to run, `rl_core.seed_programs.previous_solutions` runs them) and are answered by the
   GrammarPolicy's improve response: the same program with one or two choices changed, in full.
 - imitation (`imitation_demonstrations`): the best valid attempts of earlier runs (`PastAttempt`). Each
   answers a solve prompt; each but a task's worst also answers an improve prompt that shows the next

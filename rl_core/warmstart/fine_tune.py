@@ -1,7 +1,7 @@
-"""Warm start: supervised fine-tuning (SFT) of an LMPolicy on demonstrations, before RL.
+"""Supervised fine-tuning (SFT) of an LMPolicy on demonstrations, before RL: the warm start itself.
 
 Measured, a cold SmolLM2-135M writes no valid program (DESIGN.md §3), so RL alone has no signal to learn
-from; a warm start first teaches it the response format and the programs of `rl_core.demonstrations`.
+from; a warm start first teaches it the response format and the programs of `warmstart.demonstrations`.
 
 The loss is the mean over all response tokens of a minibatch of -log π(token | prompt, earlier tokens),
 under the policy's own distribution π = softmax(logits / τ) (`LMPolicy.token_logprobs`) and its own
@@ -14,7 +14,7 @@ progress callback with (step, total steps, loss) after each step, for a progress
 ``LMPolicyConfig.adapter_path``) or, after full fine-tuning, the merged model under ``model/`` (a later
 run loads it as its ``model``), and `MANIFEST_FILE`: what it was trained on (competitions, demonstrations
 by source and prompt kind, steps, losses, base model, prompt settings, created_at). It appears atomically;
-`rl_core.adapters` reads and lists such folders without torch.
+`warmstart.folders` reads and lists such folders without torch.
 
 `warm_start_policy` is the one call a script or benchmark needs: demonstrations for some tasks, SFT, result.
 Not done: learning-rate schedules, packing, held-out evaluation; demonstrations whose response is longer
@@ -36,11 +36,11 @@ from typing import Any
 
 import torch
 
-from rl_core.adapters import FULL_MODEL_FOLDER, MANIFEST_FILE
-from rl_core.demonstrations import Demonstration, grammar_demonstrations
-from rl_core.models import build_once
 from rl_core.policies.lm import LMPolicy
+from rl_core.policies.lm_weights import build_once
 from rl_core.policy import PreviousSolution, Sample, TaskInfo
+from rl_core.warmstart.demonstrations import Demonstration, grammar_demonstrations
+from rl_core.warmstart.folders import FULL_MODEL_FOLDER, MANIFEST_FILE
 
 Progress = Callable[[int, int, float], None]
 """Called after each optimizer step with (step, total steps, minibatch loss); steps count from 1."""
@@ -259,9 +259,9 @@ def warm_start_policy(
     Args:
         tasks: TaskInfos with `features` filled (rl_core.features.task_features).
         demonstrations: how many grammar demonstrations, split evenly over the tasks.
-        pools: slug -> valid earlier programs for improve demonstrations (`rl_core.baselines`); without
+        pools: slug -> valid earlier programs for improve demonstrations (`rl_core.seed_programs`); without
             them only solve demonstrations are made.
-        extra: further demonstrations, e.g. `rl_core.demonstrations.imitation_demonstrations`.
+        extra: further demonstrations, e.g. `rl_core.warmstart.demonstrations.imitation_demonstrations`.
     Returns:
         (the demonstrations trained on, including `extra`; the result of `fine_tune`).
     """

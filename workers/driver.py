@@ -1,8 +1,10 @@
-"""The run supervisor: builds a run's policy, learner and executor from its row, drives rl_core's
-actor–learner loop, and persists every attempt and update through the services.
+"""The run driver (a run's supervisor): builds a run's policy, learner and executor from its row, drives
+rl_core's actor–learner loop, and persists every attempt and update through webapp's services.
 
-Runs in the foreground (`manage.py train`, the demo's thread) or as a Celery task on the `gpu` queue.
-Imports torch through rl_core, so the web process never imports this module.
+Runs in the foreground (`manage.py train`, through webapp.runs.dispatch), in a thread of the web process
+(the embedded mode `make demo` uses: workers.dispatch.ThreadDispatcher), or as a Celery task on the `gpu`
+queue (workers.supervision). Imports torch through rl_core, so the web process loads it only in the
+embedded mode, once a run starts (never at import: see tests/architecture).
 """
 
 from __future__ import annotations
@@ -13,43 +15,33 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from django.conf import settings
-
-from rl_core.adapters import warm_start_source
 from rl_core.checkpoint import latest_checkpoint, warm_start
 from rl_core.evaluation import EVALUATION, evaluate
 from rl_core.executors import Executor, LocalExecutor
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import LoopConfig, LoopSummary, run_loop
+from rl_core.loop import run_loop
+from rl_core.loop_config import LoopConfig, LoopSummary
+from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Policy, Sample, TaskInfo
+from rl_core.stops import RunCancelled, Superseded
+from rl_core.warmstart.folders import warm_start_source
 from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
 from webapp.competitions.models import Competition
-from webapp.runs import selectors, services, warmstarts
+from webapp.runs import selectors, services
 from webapp.runs.config import RunConfig
-from webapp.runs.models import Run
+from webapp.runs.models import Attempt, Run
+from webapp.runs.warmstarts import run_warm_start_name
+from webapp.storage import models_dir
+from workers.fine_tuning import run_fine_tune
 
 log = logging.getLogger(__name__)
-
-
-class RunCancelled(Exception):
-    """Raised inside the loop when the run was cancelled from the UI or API."""
-
-
-class Superseded(Exception):
-    """Raised inside the loop once another supervisor has taken the run over (this one was presumed dead
-    after a long stall). Not a failure: the run, its attempts in flight and its status are the new one's."""
-
-
-def models_dir() -> Path:
-    """Where the embedded model is converted once and cached (rl_core.models), shared by every run."""
-    return Path(settings.DATA_DIR) / "models"
 
 
 def build_policy(config: RunConfig, cache_dir: Path, *, adapter: str | None = None) -> Policy:
     """The run's policy at version 0, where its `warm_start` says it starts: fresh, an earlier run's final
     policy, or (an LM) a stored warm start. `adapter` (a folder) overrides the LM's starting adapter: the
-    warm start a run's own fine-tuning stored (webapp.runs.warmstarts.run_fine_tune)."""
+    warm start a run's own fine-tuning stored (workers.fine_tuning.run_fine_tune)."""
     policy = new_policy(config, cache_dir, adapter=adapter)
     if config.warm_start_run_id is not None:
         warm_start(policy, storage.run_checkpoints(config.warm_start_run_id))
@@ -66,11 +58,11 @@ def start_policy(
     supervisor died between fine-tuning and the first checkpoint)."""
     if not config.fine_tunes or resuming:
         return build_policy(config, models_dir())
-    stored = selectors.warm_start_dir(name_or_path=warmstarts.run_warm_start_name(run_id))
+    stored = selectors.warm_start_dir(name_or_path=run_warm_start_name(run_id))
     if stored.exists():
         return build_policy(config, models_dir(), adapter=str(stored))
     policy = build_policy(config, models_dir())
-    warmstarts.run_fine_tune(
+    run_fine_tune(
         run_id=run_id, config=config, policy=policy, tasks=tasks, competitions=competitions, executor=executor
     )
     return policy
@@ -100,8 +92,8 @@ def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, st
     `baseline_program`, or else the simplest grammar program of the competition."""
     if not config.seed_baseline:
         return None
-    from rl_core.demonstrations import format_response
     from rl_core.policies.grammar import simplest_program
+    from rl_core.warmstart.demonstrations import format_response
 
     if config.baseline_program.strip():
         response = format_response("The baseline program given with the run.", config.baseline_program)
@@ -136,6 +128,7 @@ def loop_config(config: RunConfig) -> LoopConfig:
         improve_prob=config.improve_prob,
         improve_from=config.improve_from,
         sample_ahead=config.samples_per_draw,
+        sampler=config.sampler,
         max_staleness=config.max_staleness,
         checkpoint_every=config.checkpoint_every,
         seed=config.seed,
@@ -161,13 +154,14 @@ def instrumenting_executor(config: RunConfig, policy: Policy, executor: Executor
 
 
 class PersistingObserver:
-    """Persists and publishes each loop event; stops the loop once the run is cancelled, or, before it
-    writes anything, once `superseded` is set (another supervisor holds the run: see Superseded)."""
+    """Persists and publishes each loop event; stops the loop once the run is cancelled or deleted
+    (selectors.run_is_cancelled), or, before it writes anything, once `superseded` is set (another
+    supervisor holds the run: see rl_core.stops.Superseded)."""
 
     def __init__(
-        self, run: Run, competitions: dict[str, Competition], superseded: threading.Event | None = None
+        self, run_id: int, competitions: dict[str, Competition], superseded: threading.Event | None = None
     ) -> None:
-        self.run_id = run.id
+        self.run_id = run_id
         self.competitions = competitions
         self.superseded = superseded or threading.Event()
         self.t0 = time.monotonic()
@@ -186,13 +180,14 @@ class PersistingObserver:
         self.in_flight.add(attempt_id)
 
     def on_attempt_finished(
-        self, attempt_id: str, sample: Sample, outcome: Any, finished_at: float, staleness: int
+        self, attempt_id: str, sample: Sample, outcome: AttemptOutcome, finished_at: float, staleness: int
     ) -> None:
         self.raise_if_superseded()
         self.in_flight.discard(attempt_id)
-        services.attempt_finish(
-            run_id=self.run_id, key=attempt_id, result=outcome_fields(outcome), staleness=staleness
-        )
+        try:
+            services.attempt_finish(run_id=self.run_id, key=attempt_id, outcome=outcome, staleness=staleness)
+        except Attempt.DoesNotExist:
+            raise RunCancelled() from None  # the run was deleted, and its attempts with it
         self.raise_if_cancelled()
 
     def on_update(self, version: int, metrics: dict[str, float]) -> None:
@@ -201,7 +196,7 @@ class PersistingObserver:
         services.learner_step_record(run_id=self.run_id, version=version, metrics=metrics, wall_s=wall_s)
 
     def raise_if_cancelled(self) -> None:
-        if Run.objects.filter(id=self.run_id, status=Run.Status.CANCELLED).exists():
+        if selectors.run_is_cancelled(run_id=self.run_id):
             raise RunCancelled()
 
     def raise_if_superseded(self) -> None:
@@ -225,27 +220,6 @@ def prompt_kind(sample: Sample) -> str:
     return f"{selectors.EVAL_PREFIX}{kind}" if sample.info.get(EVALUATION) else kind
 
 
-def outcome_fields(outcome: Any) -> dict[str, Any]:
-    """The Attempt fields of an rl_core.environment.AttemptOutcome."""
-    return {
-        "status": outcome.status,
-        "exit_code": outcome.exit_code,
-        "duration_s": outcome.duration_s,
-        "stages": list(outcome.stages),
-        "valid": outcome.valid,
-        "score": outcome.score,
-        "grade_error": outcome.grade_error or "",
-        "reward": outcome.reward,
-        "isolation": outcome.isolation,
-        "stdout_tail": outcome.stdout_tail,
-        "stderr_tail": outcome.stderr_tail,
-        "plan": outcome.plan,
-        "program": outcome.program,
-        "instrumented_program": outcome.instrumented_program,
-        "instrumentation": outcome.instrumentation,
-    }
-
-
 def run_supervise(
     *, run_id: int, executor: Executor | None = None, observer_wrapper: Any = None,
     superseded: threading.Event | None = None,
@@ -255,13 +229,12 @@ def run_supervise(
     `observer_wrapper(observer) -> observer` decorates the persisting observer (a progress bar, say).
     `superseded`, once set (by the lease's heartbeat: workers.supervision), stops the loop with Superseded,
     leaving the run's status and attempts alone; the executor should watch the same event."""
-    run = Run.objects.get(id=run_id)
-    config = RunConfig.from_dict(run.config)
-    competitions = list(run.competitions.order_by("slug"))
+    config = selectors.run_config(run_id=run_id)
+    competitions = selectors.run_competitions(run_id=run_id)
     root = storage.run_root(run_id)
     checkpoints = storage.run_checkpoints(run_id)
     checkpoints.mkdir(parents=True, exist_ok=True)
-    observer = PersistingObserver(run, {c.slug: c for c in competitions}, superseded)
+    observer = PersistingObserver(run_id, {c.slug: c for c in competitions}, superseded)
     outer = observer_wrapper(observer) if observer_wrapper else observer
     executor = executor or local_executor(config, competitions, root / "attempts")
     resuming = latest_checkpoint(checkpoints) is not None
@@ -285,9 +258,7 @@ def run_supervise(
             for task in tasks:
                 evaluate(policy, executor, task, seed=config.seed, observer=outer)
     except RunCancelled:
-        for key in list(observer.in_flight):
-            executor.cancel(key)
-            services.attempt_abandon(run_id=run_id, key=key, status="killed", reason="The run was cancelled.")
+        abandon_in_flight(run_id, observer.in_flight, executor)
         return None
     except Superseded:
         raise  # not a failure: the run goes on under its new supervisor
@@ -302,3 +273,13 @@ def run_supervise(
         getattr(outer, "close", lambda: None)()
     services.run_set_status(run_id=run_id, status=Run.Status.FINISHED)
     return summary
+
+
+def abandon_in_flight(run_id: int, in_flight: set[str], executor: Executor) -> None:
+    """Kill a cancelled run's attempts in flight and close their rows as `killed`; a deleted run's rows
+    went with it, so there is nothing to close."""
+    exists = selectors.run_get(run_id=run_id) is not None
+    for key in list(in_flight):
+        executor.cancel(key)
+        if exists:
+            services.attempt_abandon(run_id=run_id, key=key, status="killed", reason="The run was cancelled.")

@@ -1,4 +1,4 @@
-"""Baseline runs: known programs become improve-pool entries, and the loop seeds its pools with them."""
+"""Seed programs: known programs become improve-pool entries, and the loop seeds its pools with them."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from rl_core.baselines import previous_solutions
 from rl_core.executors import FamilySpec, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, program_code, run_loop
 from rl_core.policies.table import TablePolicy, render_program
 from rl_core.policy import TaskInfo
+from rl_core.seed_programs import previous_solutions
 
 TASK = TaskInfo("comp", "a task", "accuracy", True, "id", ("y",), 5000.0)
 BASELINE = render_program("baseline")

@@ -1,9 +1,10 @@
-"""Run known programs (a baseline, earlier solutions) through an executor and keep the valid ones as
-improve-pool entries: `PreviousSolution` (the program, the tail of its output, its score).
+"""Seed programs: run known programs (a baseline, earlier solutions) through an executor before the first
+attempt, and keep the valid ones as improve-pool entries: `PreviousSolution` (the program, the tail of its
+output, its score). Not the learner's advantage baselines (`rl_core.learner`).
 
 The loop uses this to seed each task's pool before a new run's first attempt, so that improve prompts
 exist from the start (`rl_core.loop.run_loop`'s ``baselines``); warm starts use it to give improve
-demonstrations a real earlier solution with its real output and score (`rl_core.warmstart`).
+demonstrations a real earlier solution with its real output and score (`rl_core.warmstart.demonstrations`).
 
 These runs are not policy samples: their `Sample` has no log-probs, ``info["baseline"]`` is True and
 ``info["family"]`` is `BASELINE_FAMILY`. Nothing here learns from them or reports them to an observer.
@@ -12,9 +13,9 @@ These runs are not policy samples: their `Sample` has no log-probs, ``info["base
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from rl_core.executors import Executor, Job
+from rl_core.outcome import AttemptOutcome
 from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
 
@@ -33,7 +34,7 @@ def baseline_sample(task: TaskInfo, response: str, *, policy_version: int = 0) -
     )
 
 
-def run_jobs(executor: Executor, jobs: Sequence[Job]) -> dict[str, Any]:
+def run_jobs(executor: Executor, jobs: Sequence[Job]) -> dict[str, AttemptOutcome]:
     """Submit every job, wait for all of them, and return attempt id -> outcome.
 
     Call this when nothing else is in flight on `executor`: every report it returns is taken as one of
@@ -41,7 +42,7 @@ def run_jobs(executor: Executor, jobs: Sequence[Job]) -> dict[str, Any]:
     """
     for job in jobs:
         executor.submit(job)
-    outcomes: dict[str, Any] = {}
+    outcomes: dict[str, AttemptOutcome] = {}
     while len(outcomes) < len(jobs):
         arrived = executor.wait(None)
         if not arrived:
@@ -81,9 +82,9 @@ def previous_solutions(
     return found
 
 
-def as_previous(response: str, outcome: Any) -> PreviousSolution | None:
+def as_previous(response: str, outcome: AttemptOutcome) -> PreviousSolution | None:
     """The improve-pool entry for a finished run of `response`, or None when it wrote no valid submission."""
     code = parse_response(response).code
     if code is None or not outcome.valid or outcome.score is None:
         return None
-    return PreviousSolution(code, str(getattr(outcome, "stdout_tail", "")), float(outcome.score))
+    return PreviousSolution(code, outcome.stdout_tail, float(outcome.score))

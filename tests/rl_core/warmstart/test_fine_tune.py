@@ -10,27 +10,20 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from rl_core.adapters import (
-    FULL_MODEL_FOLDER,
-    WarmStartSource,
-    list_warm_starts,
-    read_manifest,
-    warm_start_source,
-)
-from rl_core.demonstrations import (
-    Demonstration,
-    PastAttempt,
-    format_response,
-    grammar_demonstrations,
-    imitation_demonstrations,
-)
 from rl_core.features import data_preview, task_features
 from rl_core.policies.grammar import simplest_program
 from rl_core.policies.lm import LMPolicy, LMPolicyConfig
 from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
 from rl_core.testing import tiny_llama, tiny_tokenizer
-from rl_core.warmstart import (
+from rl_core.warmstart.demonstrations import (
+    Demonstration,
+    PastAttempt,
+    format_response,
+    grammar_demonstrations,
+    imitation_demonstrations,
+)
+from rl_core.warmstart.fine_tune import (
     WarmStartConfig,
     demonstration_loss,
     describe,
@@ -38,6 +31,13 @@ from rl_core.warmstart import (
     fine_tune,
     save_warm_start,
     warm_start_policy,
+)
+from rl_core.warmstart.folders import (
+    FULL_MODEL_FOLDER,
+    WarmStartSource,
+    list_warm_starts,
+    read_manifest,
+    warm_start_source,
 )
 
 FAST = WarmStartConfig(epochs=3, minibatch=2, lr=1e-2)

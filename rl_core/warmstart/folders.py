@@ -1,6 +1,6 @@
 """Warm-start folders on disk: their manifest, listing them, and what a run loads from one.
 
-A warm start (`rl_core.warmstart.save_warm_start`) is a folder holding either a LoRA adapter (peft's
+A warm start (`warmstart.fine_tune.save_warm_start`) is a folder holding either a LoRA adapter (peft's
 ``adapter_config.json`` and weights; a run passes the folder as ``LMPolicyConfig.adapter_path``) or, after
 full fine-tuning, a whole model under `FULL_MODEL_FOLDER` (a run loads it as its ``model``), plus
 `MANIFEST_FILE`: what it was trained on. Imports no torch, so the web process can list warm starts.

@@ -1,4 +1,4 @@
-"""The supervisor's warm starts and baseline seeding: what a run is built from before its first attempt."""
+"""The run driver's warm starts and baseline seeding: what a run is built from before its first attempt."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from rl_core.testing import save_tiny_llama
 from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services
 from webapp.runs.config import RunConfig
-from webapp.runs.supervisor import build_policy, models_dir, run_supervise
+from webapp.runs.models import Run
+from webapp.storage import models_dir
+from workers.driver import build_policy, run_supervise
 
 
 @pytest.fixture
@@ -55,3 +57,30 @@ def test_a_run_seeded_with_the_baseline_writes_improve_prompts_from_its_first_at
     attempts = list(run.attempts.order_by("number"))
     assert [a.key for a in attempts] == ["0-0", "0-1"]  # the baseline itself is not an attempt
     assert [a.prompt_kind for a in attempts] == ["improve", "improve"]
+
+
+class DeleteTheRunFirst:
+    """Wraps the driver's observer: deletes the run just before the first result is recorded, as an
+    operator deleting it from the admin while it runs would."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.deleted = inner, False
+
+    def on_attempt_finished(self, *args, **kwargs) -> None:
+        if not self.deleted:
+            self.deleted = True
+            Run.objects.filter(id=self.inner.run_id).delete()
+        self.inner.on_attempt_finished(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_deleted_while_it_is_driven_stops_like_a_cancelled_one():
+    iris = seed_one("iris-species")
+    config = RunConfig(attempts=4, actors=2, batch=2)
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config.to_dict())
+    assert run_supervise(run_id=run.id, observer_wrapper=DeleteTheRunFirst) is None
+    assert not Run.objects.filter(id=run.id).exists()

@@ -1,0 +1,277 @@
+"""The LM agent's old path against its new one: attempts per hour of the same warm-started run.
+
+What runs: SmolLM2-135M-Instruct, warm-started on GrammarPolicy demonstrations (bench/_lm.py, the cache the
+other LM benchmarks share), on two bundled competitions, in the asynchronous loop (K = 2 sandboxed actors,
+B = 8, PPO on LoRA), same seed, prompts and attempt budget. Two paths, one after the other in one process:
+  old  one sample drawn when an actor frees up (batch-1 decoding), float32 scoring, PPO 2 epochs at
+       micro-batch 1 (the update before issue 13);
+  new  the background sampler (rl_core.sampling.BackgroundSampler: batches of 8 drawn while executors run,
+       staleness bound 1), bf16 autocast for scoring where the CPU has it, PPO 1 epoch at micro-batch 4.
+Then `ceiling`: one batch-8 `sample` call alone (nothing else running in this process), the engine's batch
+throughput that the new path's sampling is compared with, and `update_sweep`: one PPO update on the new
+path's last batch under each (epochs, micro-batch), its seconds per sample and the progress of the clipped
+objective (the advantage-weighted mean change of the samples' log-probs, sum over tokens / tokens).
+
+Reported per path: attempts_per_hour, tokens_per_s (new tokens / seconds of generation, each sample counting
+its share of its call), mean_batch_size (samples per generate call), update_s_per_sample, valid_rate, the load
+average before and after (other processes share this machine's cores: say so when comparing). speedup =
+new / old attempts per hour.
+
+Run: python bench/lm_throughput.py [--quick] [--json PATH]   (quick: 16 attempts per path; full: 48)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from _common import bench_arguments, machine_info, print_table, target, write_json
+from _lm import BENCH_DIR, LMSettings, lm_policy, tasks_for, warm_start
+
+SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
+
+
+@dataclass(frozen=True)
+class LMPath:
+    sample_ahead: int
+    sampler: str
+    autocast: str
+    ppo_epochs: int
+    micro_batch: int
+
+
+PATHS = {
+    "old": LMPath(sample_ahead=1, sampler="inline", autocast="off", ppo_epochs=2, micro_batch=1),
+    "new": LMPath(sample_ahead=8, sampler="background", autocast="auto", ppo_epochs=1, micro_batch=4),
+}
+SWEEP = ((1, 1), (1, 4), (2, 4))
+"""(PPO epochs, micro-batch) pairs timed on one batch."""
+
+
+class TimedLearner:
+    """The learner, timing each update and keeping the last batch (for the sweep)."""
+
+    def __init__(self, learner: Any) -> None:
+        self.learner, self.seconds, self.samples, self.last_batch = learner, 0.0, 0, []
+
+    def update(self, batch, *, current_version):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        metrics = self.learner.update(batch, current_version=current_version)
+        self.seconds += time.perf_counter() - started
+        self.samples, self.last_batch = self.samples + len(batch), list(batch)
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.learner.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.learner.load_state_dict(state)
+
+
+class Attempts:
+    """An observer keeping each finished attempt's sample facts and validity."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def on_attempt_started(self, attempt_id, sample, started_at) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def on_attempt_finished(self, attempt_id, sample, outcome, finished_at, staleness) -> None:  # type: ignore[no-untyped-def]
+        info = sample.info
+        self.rows.append(
+            {
+                "valid": bool(outcome.valid),
+                "duration_s": float(outcome.duration_s),
+                "new_tokens": int(info.get("new_tokens", 0)),
+                "batch": int(info["generation_batch"]),
+                "generation_s": float(info["generation_s"]),
+                "staleness": staleness,
+            }
+        )
+
+    def on_update(self, version, metrics) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+def learner_config(settings: LMSettings, path: LMPath, seed: int):  # type: ignore[no-untyped-def]
+    from rl_core.learner import LearnerConfig
+
+    return LearnerConfig(
+        lr=settings.rl_lr, minibatch=4, micro_batch=path.micro_batch, ppo_epochs=path.ppo_epochs, seed=seed
+    )
+
+
+def run_path(
+    name: str, path: LMPath, tasks, adapter, settings: LMSettings, attempts: int
+) -> tuple[dict, list]:  # type: ignore[no-untyped-def]
+    """One run of the loop on `path`: its figures, and the last batch it learned from."""
+    from rl_core.executors import LocalExecutor
+    from rl_core.learner import Learner
+    from rl_core.loop import LoopConfig, run_loop
+    from rl_core.policies.grammar import simplest_program
+    from rl_core.reward import RewardConfig
+
+    policy = lm_policy(settings, adapter=adapter, seed=settings.seed, autocast=path.autocast)
+    learner = TimedLearner(Learner(policy, learner_config(settings, path, settings.seed)))
+    executor = LocalExecutor(
+        {t.info.slug: t.files for t in tasks},
+        2,
+        BENCH_DIR / "scratch" / f"throughput-{name}-{time.time_ns()}",
+        reward=RewardConfig(preset="normalized"),
+    )
+    config = LoopConfig(
+        attempts=attempts,
+        actors=2,
+        batch=settings.batch,
+        seed=settings.seed,
+        sample_ahead=path.sample_ahead,
+        sampler=path.sampler,
+    )  # type: ignore[arg-type]
+    observer, load_before, started = Attempts(), os.getloadavg()[0], time.monotonic()
+    try:
+        run_loop(
+            policy=policy,
+            learner=learner,
+            executor=executor,
+            tasks=[t.info for t in tasks],
+            config=config,  # type: ignore[arg-type]
+            observer=observer,
+            baselines={t.info.slug: simplest_program(t.info) for t in tasks},
+        )
+    finally:
+        executor.close()
+    return figures(observer.rows, learner, time.monotonic() - started, load_before), learner.last_batch
+
+
+def figures(rows: list[dict[str, Any]], learner: TimedLearner, wall_s: float, load_before: float) -> dict:
+    share_s = sum(r["generation_s"] / r["batch"] for r in rows)
+    return {
+        "attempts": len(rows),
+        "wall_s": wall_s,
+        "attempts_per_hour": 3600 * len(rows) / wall_s,
+        "tokens_per_s": sum(r["new_tokens"] for r in rows) / share_s if share_s else 0.0,
+        "mean_batch_size": len(rows) / sum(1 / r["batch"] for r in rows),
+        "generation_s": share_s,
+        "update_s": learner.seconds,
+        "update_s_per_sample": learner.seconds / learner.samples if learner.samples else None,
+        "sandbox_s": sum(r["duration_s"] for r in rows),
+        "valid_rate": sum(r["valid"] for r in rows) / len(rows),
+        "staleness_max": max(r["staleness"] for r in rows),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+    }
+
+
+def ceiling(tasks, adapter, settings: LMSettings) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """One batch-8 solve `sample` call by itself: tokens/s of the engine at the new path's batch size."""
+    import torch
+
+    from rl_core.policy import Prompt
+
+    policy = lm_policy(settings, adapter=adapter, seed=settings.seed)
+    prompts = [
+        Prompt(task=tasks[i % len(tasks)].info, kind="solve") for i in range(PATHS["new"].sample_ahead)
+    ]
+    started = time.perf_counter()
+    samples = policy.sample(prompts, generator=torch.Generator().manual_seed(settings.seed))
+    seconds = time.perf_counter() - started
+    tokens = sum(int(s.info["new_tokens"]) for s in samples)
+    return {"batch": len(samples), "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+
+
+def update_sweep(batch, adapter, settings: LMSettings) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """One update of `batch` per (epochs, micro-batch), each on a fresh copy of the warm start."""
+    from rl_core.learner import Learner
+
+    rows = []
+    for epochs, micro in SWEEP:
+        path = LMPath(
+            sample_ahead=8, sampler="background", autocast="auto", ppo_epochs=epochs, micro_batch=micro
+        )
+        policy = lm_policy(settings, adapter=adapter, seed=settings.seed)
+        policy.version = max(e.sample.policy_version for e in batch)
+        learner = Learner(policy, learner_config(settings, path, settings.seed))
+        before = mean_logprobs(policy, batch)
+        started = time.perf_counter()
+        learner.update(batch, current_version=policy.version)
+        seconds = time.perf_counter() - started
+        after, advantages = mean_logprobs(policy, batch), learner.advantages(batch).tolist()
+        progress = sum(a * (n - b) for a, n, b in zip(advantages, after, before, strict=True)) / len(batch)
+        rows.append(
+            {
+                "ppo_epochs": epochs,
+                "micro_batch": micro,
+                "update_s_per_sample": seconds / len(batch),
+                "objective_progress": progress,
+            }
+        )
+    return rows
+
+
+def mean_logprobs(policy, batch) -> list[float]:  # type: ignore[no-untyped-def]
+    """Each sample's mean per-token log-prob under the policy now."""
+    import torch
+
+    with torch.no_grad():
+        scored = policy.score([e.sample for e in batch])
+    totals = (scored.logprobs * scored.mask).sum(dim=1) / scored.mask.sum(dim=1).clamp(min=1)
+    return [float(x) for x in totals]
+
+
+def main() -> None:
+    args = bench_arguments(__doc__.splitlines()[0])
+    settings, attempts = LMSettings(), 16 if args.quick else 48
+    tasks = tasks_for(SLUGS)
+    adapter, _ = warm_start(tasks, settings)
+    config = {
+        "slugs": SLUGS,
+        "attempts": attempts,
+        "actors": 2,
+        "paths": {k: vars(v) for k, v in PATHS.items()},
+    }
+    results: dict[str, Any] = {}
+
+    def save() -> None:
+        speedup = None
+        if "new" in results and "old" in results:
+            speedup = results["new"]["attempts_per_hour"] / results["old"]["attempts_per_hour"]
+        targets = {"speedup": target(speedup, ">=", 3.0)} if speedup is not None else {}
+        if speedup is not None and "ceiling" in results:
+            share = results["new"]["tokens_per_s"] / results["ceiling"]["tokens_per_s"]
+            results["sampling_vs_ceiling"] = share
+            targets["sampling_vs_ceiling"] = target(share, ">=", 0.7)
+        results["speedup"] = speedup
+        write_json(
+            args.json,
+            benchmark="lm_throughput",
+            machine=machine_info(),
+            config=config,
+            targets=targets,
+            results=results,
+        )
+
+    last_batch: list = []
+    for name, path in PATHS.items():
+        results[name], batch = run_path(name, path, tasks, adapter, settings, attempts)
+        last_batch = batch or last_batch
+        save()
+    print_table(
+        [{"path": n, **{k: v for k, v in results[n].items()}} for n in PATHS],
+        ["path", *results["old"]],
+        title=f"{attempts} attempts per path",
+    )
+    results["ceiling"] = ceiling(tasks, adapter, settings)
+    save()
+    print_table([results["ceiling"]], list(results["ceiling"]), title="One batch-8 sample call alone")
+    if last_batch:
+        results["update_sweep"] = update_sweep(last_batch, adapter, settings)
+        save()
+        print_table(results["update_sweep"], list(results["update_sweep"][0]), title="PPO update settings")
+    print(f"speedup (new / old attempts per hour): {results['speedup']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
