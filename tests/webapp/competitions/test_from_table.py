@@ -4,17 +4,16 @@ are tested in test_table_views.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import table_penguins  # shared with test_table_views.py (on sys.path: conftest.py)
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -33,20 +32,6 @@ from webapp.competitions.models import Competition
 from webapp.competitions.table_bundle import split, write_bundle
 from webapp.competitions.table_import import DRAFT_KEEP_S, drafts_expire
 
-HERE = Path(__file__).resolve().parent
-
-
-def _load(name: str):
-    """A helper module beside this file (tests are imported with --import-mode=importlib)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-table_penguins = _load("table_penguins")  # shared with test_table_views.py
 N_ROWS, penguins = table_penguins.N_ROWS, table_penguins.penguins
 
 

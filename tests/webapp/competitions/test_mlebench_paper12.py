@@ -10,11 +10,9 @@ that grader refuses must be invalid here, with the grader's reason in the error.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,20 +26,10 @@ from webapp.competitions import services
 
 pytestmark = pytest.mark.django_db
 
-HERE = Path(__file__).resolve().parent
 
-
-def _load(name: str):
-    """A helper module beside this file (tests are imported with --import-mode=importlib)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-text, files, graders = _load("paper12_text"), _load("paper12_files"), _load("paper12_graders")
+import paper12_files as files  # noqa: E402  # helpers beside this file (on sys.path: conftest.py)
+import paper12_graders as graders  # noqa: E402
+import paper12_text as text  # noqa: E402
 
 Mutation = Callable[[pd.DataFrame], pd.DataFrame]
 

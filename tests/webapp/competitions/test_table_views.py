@@ -4,32 +4,14 @@ test_from_table.py."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from table_penguins import penguins  # beside this file (on sys.path: conftest.py)
 
 from webapp.competitions import storage
 from webapp.competitions.models import Competition
-
-HERE = Path(__file__).resolve().parent
-
-
-def _load(name: str):
-    """A helper module beside this file (tests are imported with --import-mode=importlib)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-penguins = _load("table_penguins").penguins
 
 
 def upload(
