@@ -11,7 +11,7 @@ The split and the ids come from the spec's seed alone, so two builds write ident
 shuffled range 1..N over all rows, and each file is sorted by id, so neither ids nor row order reveal
 the original order of the dataset. The sample submission is the trivial constant prediction of the
 metric's kind, computed on train: the most frequent label (or text), the class priors (or P(1)), or the
-mean; under a correlation metric, the mean plus an uninformative ramp of 1e-6 per row in id order.
+mean.
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ from webapp.competitions.bundled.spec import CompetitionSpec
 
 PROBABILITY_DECIMALS = 6
 """Constant predictions are rounded so the sample submission stays readable."""
-CORRELATION_METRICS = frozenset({"pearson", "spearman"})
-"""Metrics for which a constant prediction has no score (MLE-bench grades it NaN, invalid): their sample
-submission is a constant made untied (`untie`)."""
 
 
 def write_bundle(spec: CompetitionSpec, dest: Path) -> None:
@@ -88,17 +85,6 @@ def constant_submission(spec: CompetitionSpec, train: pd.DataFrame, test: pd.Dat
     sample = pd.DataFrame({spec.id_column: test[spec.id_column].to_numpy()})
     for column, value in constants.items():
         sample[column] = value
-    if spec.metric in CORRELATION_METRICS:
-        sample = untie(sample, spec.target_columns)
-    return sample
-
-
-def untie(sample: pd.DataFrame, targets: tuple[str, ...]) -> pd.DataFrame:
-    """The constant prediction plus a ramp of 1e-6 per row in id order: ids are shuffled, so the ramp
-    carries no information, but a correlation is defined for it (a constant's is NaN, an invalid grade)."""
-    ramp = sample.iloc[:, 0].rank(method="first").to_numpy() * 10.0**-PROBABILITY_DECIMALS
-    for column in targets:
-        sample[column] = (sample[column] + ramp).round(PROBABILITY_DECIMALS)
     return sample
 
 
