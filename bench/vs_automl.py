@@ -76,11 +76,10 @@ from _leaderboards import Halves, OnPublicHalf, half_grade, public_task_files, s
 
 from rl_core.environment import TaskFiles, run_response
 from rl_core.executors import LocalExecutor
-from rl_core.features import positive_label
 from rl_core.grading import Grade, GradingSpec, grade_frames
 from rl_core.learner import Learner
 from rl_core.loop import run_loop
-from rl_core.metrics import get_metric, is_better
+from rl_core.metrics import get_metric, is_better, positive_label
 from rl_core.policies.grammar import GrammarPolicy
 from rl_core.policies.grammar_space import parse_choices
 from rl_core.sandbox import isolation_level

@@ -36,7 +36,7 @@ import pandas as pd
 import torch
 
 from rl_core.data_kinds import data_kind, image_features, read_table, span_features, table_names
-from rl_core.metrics import get_metric
+from rl_core.metrics import get_metric, positive_label
 from rl_core.public_files import describe_public_files
 
 MAX_ROWS = 100_000
@@ -168,16 +168,6 @@ def _targets(
         else:
             result = "multiclass", label, labels, _match_classes(targets, labels)
     return result
-
-
-def positive_label(labels: list[Any]) -> Any:
-    """The label whose probability a one-column probability metric wants: 1 (or "1"), else the last one.
-
-    >>> positive_label([0, 1]), positive_label(["no", "yes"])
-    (1, 'yes')
-    """
-    ones = [label for label in labels if str(label) in ("1", "1.0", "True")]
-    return ones[0] if ones else (labels[-1] if labels else None)
 
 
 def task_features(

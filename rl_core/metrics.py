@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -241,3 +241,13 @@ def get_metric(name: str) -> Metric:
         return METRICS[name]
     except KeyError:
         raise UnknownMetricError(name) from None
+
+
+def positive_label(labels: Sequence[Any]) -> Any:
+    """The label whose probability a one-column probability metric wants: 1 (or "1"), else the last one.
+
+    >>> positive_label([0, 1]), positive_label(["no", "yes"])
+    (1, 'yes')
+    """
+    ones = [label for label in labels if str(label) in ("1", "1.0", "True")]
+    return ones[0] if ones else (labels[-1] if labels else None)

@@ -29,7 +29,7 @@ import yaml
 from sklearn.model_selection import train_test_split
 
 from rl_core.grading import GradingSpec, grade_frames
-from rl_core.metrics import get_metric
+from rl_core.metrics import get_metric, positive_label
 from webapp.competitions.from_table import Plan, column_type, is_zero_one, numbers, present
 from webapp.competitions.table_files import Table, TableError
 
@@ -46,18 +46,6 @@ class Written:
     train_rows: int
     test_rows: int
     graded_columns: tuple[str, ...]
-
-
-def positive_label(classes: tuple[str, ...]) -> str:
-    """The class whose probability a one-column probability metric wants: 1 (or True), else the last one.
-
-    Matches `rl_core.features.positive_label`, which the web process cannot import (it imports torch).
-
-    >>> positive_label(("0", "1")), positive_label(("no", "yes")), positive_label(("False", "True"))
-    ('1', 'yes', 'True')
-    """
-    ones = [label for label in classes if label in ("1", "1.0", "True")]
-    return ones[0] if ones else classes[-1]
 
 
 def graded_columns(table: Table, plan: Plan) -> tuple[str, ...]:
