@@ -56,6 +56,38 @@ class LMSettings:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class LMPath:
+    """How an arm's loop samples and learns: the loop's mode, who draws programs, scoring precision, PPO."""
+
+    sync: bool
+    sample_ahead: int
+    sampler: str
+    autocast: str
+    ppo_epochs: int
+    micro_batch: int
+
+
+def _new_path() -> LMPath:
+    from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS
+
+    return LMPath(sync=False, sample_ahead=8, sampler="background", autocast="auto", ppo_epochs=LM_PPO_EPOCHS,
+                  micro_batch=LM_MICRO_BATCH)  # fmt: skip
+
+
+PATHS = {
+    "batch": LMPath(
+        sync=True, sample_ahead=1, sampler="inline", autocast="auto", ppo_epochs=2, micro_batch=1
+    ),
+    "old": LMPath(sync=False, sample_ahead=1, sampler="inline", autocast="off", ppo_epochs=2, micro_batch=1),
+    "new": _new_path(),
+}
+"""batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
+old: the asynchronous loop drawing one program whenever an actor frees up, float32 scoring, PPO 2 epochs;
+new: what an LM run does (workers/driver.py): the background sampler drawing batches of 8 while sandboxes
+run, bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH."""
+
+
 @dataclass
 class AttemptRecord:
     """One finished attempt of an arm, as the benchmarks report it."""
@@ -72,6 +104,8 @@ class AttemptRecord:
     generation_s: float
     instrumentation: str = ""
     """Who wrote the program that ran: "ast", "lm", "lm-fallback" or "none" (rl_core.instrument.Method)."""
+    version: int = 0
+    """The policy version that drew the program (0: before any update)."""
 
 
 @dataclass
@@ -132,7 +166,7 @@ class Recorder:
                 status=outcome.status, valid=bool(outcome.valid), score=outcome.score,
                 reward=float(outcome.reward), stages=len(outcome.stages),
                 new_tokens=int(info.get("new_tokens", 0)), generation_s=float(info.get("generation_s", 0.0)),
-                instrumentation=str(getattr(outcome, "instrumentation", "")),
+                instrumentation=str(getattr(outcome, "instrumentation", "")), version=sample.policy_version,
             )
         )  # fmt: skip
         if "tokens_per_s" in info:
@@ -225,10 +259,12 @@ def run_arm(
     instrumenter: str = "ast",
     preset: str = "normalized",
     seed: int = 0,
+    path: LMPath = PATHS["batch"],
 ) -> ArmResult:
-    """Run `attempts` attempts of `policy` on `tasks` through the loop (see the module docstring); with
-    `learn`, PPO updates the policy after every batch. `instrumenter="lm"`: the policy's frozen base model
-    inserts the markers, checked against the AST where each program runs (rl_core.lm_instrumenting)."""
+    """Run `attempts` attempts of `policy` on `tasks` through the loop on `path` (see the module docstring
+    and PATHS; build `policy` with `autocast=path.autocast`); with `learn`, PPO updates the policy after every
+    batch. `instrumenter="lm"`: the policy's frozen base model inserts the markers, checked against the AST
+    where each program runs (rl_core.lm_instrumenting)."""
     from rl_core.executors import LocalExecutor
     from rl_core.learner import Learner, LearnerConfig
     from rl_core.loop import LoopConfig, run_loop
@@ -237,6 +273,7 @@ def run_arm(
 
     result = ArmResult(name)
     scratch = BENCH_DIR / "scratch" / f"{name}-{seed}-{time.time_ns()}"
+    actors = settings.batch if path.sync else 2
     executor = LocalExecutor(
         {t.info.slug: t.files for t in tasks}, 2, scratch, reward=RewardConfig(preset=preset),  # type: ignore[arg-type]
         instrument=instrument,
@@ -245,9 +282,14 @@ def run_arm(
         from rl_core.lm_instrumenting import LMInstrumentingExecutor
 
         executor = LMInstrumentingExecutor(executor, policy.generate_frozen)  # type: ignore[assignment]
-    learner_config = LearnerConfig(lr=settings.rl_lr, minibatch=4, micro_batch=1, seed=seed)
+    learner_config = LearnerConfig(
+        lr=settings.rl_lr, minibatch=4, micro_batch=path.micro_batch, ppo_epochs=path.ppo_epochs, seed=seed
+    )
     learner = Learner(policy, learner_config) if learn else FrozenLearner(policy)
-    config = LoopConfig(attempts=attempts, actors=settings.batch, batch=settings.batch, sync=True, seed=seed)
+    config = LoopConfig(
+        attempts=attempts, actors=actors, batch=settings.batch, sync=path.sync, seed=seed,
+        sample_ahead=path.sample_ahead, sampler=path.sampler,  # type: ignore[arg-type]
+    )  # fmt: skip
     started = time.monotonic()
     try:
         run_loop(

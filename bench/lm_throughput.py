@@ -2,11 +2,14 @@
 
 What runs: SmolLM2-135M-Instruct, warm-started on GrammarPolicy demonstrations (bench/_lm.py, the cache the
 other LM benchmarks share), on two bundled competitions, in the asynchronous loop (K = 2 sandboxed actors,
-B = 8, PPO on LoRA), same seed, prompts and attempt budget. Two paths, one after the other in one process:
+B = 8, PPO on LoRA), same seed, prompts and attempt budget. Two paths (bench/_lm.py's PATHS), one after the
+other in one process:
   old  one sample drawn when an actor frees up (batch-1 decoding), float32 scoring, PPO 2 epochs at
        micro-batch 1 (the update before issue 13);
-  new  the background sampler (rl_core.sampling.BackgroundSampler: batches of 8 drawn while executors run,
-       staleness bound 1), bf16 autocast for scoring where the CPU has it, PPO 1 epoch at micro-batch 4.
+  new  what an LM run does now: the background sampler (rl_core.sampling.BackgroundSampler: batches of 8
+       drawn while executors run, staleness bound 1), bf16 autocast for scoring where the CPU has it, PPO
+       1 epoch at micro-batch 1 (rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH, which the sweep below
+       chose).
 Then `ceiling`: one batch-8 `sample` call alone (nothing else running in this process), the engine's batch
 throughput that the new path's sampling is compared with, and `update_sweep`: one PPO update on the new
 path's last batch under each (epochs, micro-batch), its seconds per sample and the progress of the clipped
@@ -24,28 +27,16 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from _common import bench_arguments, machine_info, print_table, target, write_json
-from _lm import BENCH_DIR, LMSettings, lm_policy, tasks_for, warm_start
+from _lm import BENCH_DIR, PATHS, LMPath, LMSettings, lm_policy, tasks_for, warm_start
 
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 
 
-@dataclass(frozen=True)
-class LMPath:
-    sample_ahead: int
-    sampler: str
-    autocast: str
-    ppo_epochs: int
-    micro_batch: int
-
-
-PATHS = {
-    "old": LMPath(sample_ahead=1, sampler="inline", autocast="off", ppo_epochs=2, micro_batch=1),
-    "new": LMPath(sample_ahead=8, sampler="background", autocast="auto", ppo_epochs=1, micro_batch=4),
-}
+COMPARED = {name: PATHS[name] for name in ("old", "new")}
 SWEEP = ((1, 1), (1, 4), (2, 4))
 """(PPO epochs, micro-batch) pairs timed on one batch."""
 
@@ -188,9 +179,7 @@ def update_sweep(batch, adapter, settings: LMSettings) -> list[dict[str, Any]]: 
 
     rows = []
     for epochs, micro in SWEEP:
-        path = LMPath(
-            sample_ahead=8, sampler="background", autocast="auto", ppo_epochs=epochs, micro_batch=micro
-        )
+        path = replace(PATHS["new"], ppo_epochs=epochs, micro_batch=micro)
         policy = lm_policy(settings, adapter=adapter, seed=settings.seed)
         policy.version = max(e.sample.policy_version for e in batch)
         learner = Learner(policy, learner_config(settings, path, settings.seed))
@@ -230,7 +219,7 @@ def main() -> None:
         "slugs": SLUGS,
         "attempts": attempts,
         "actors": 2,
-        "paths": {k: vars(v) for k, v in PATHS.items()},
+        "paths": {k: vars(v) for k, v in COMPARED.items()},
     }
     results: dict[str, Any] = {}
 
@@ -254,12 +243,12 @@ def main() -> None:
         )
 
     last_batch: list = []
-    for name, path in PATHS.items():
+    for name, path in COMPARED.items():
         results[name], batch = run_path(name, path, tasks, adapter, settings, attempts)
         last_batch = batch or last_batch
         save()
     print_table(
-        [{"path": n, **{k: v for k, v in results[n].items()}} for n in PATHS],
+        [{"path": n, **{k: v for k, v in results[n].items()}} for n in COMPARED],
         ["path", *results["old"]],
         title=f"{attempts} attempts per path",
     )

@@ -99,6 +99,17 @@ class LearnerConfig:
     """Seeds the minibatch shuffling."""
 
 
+LM_PPO_EPOCHS = 1
+"""PPO passes per batch when a language model learns. bench/lm_throughput.py's sweep (one update of 8 samples
+per setting, one run each): 2 epochs took twice the time for about twice the objective's progress, so no more
+progress per second; in the asynchronous loop an update holds the policy and the sampler waits, so the shorter
+update keeps samples fresher."""
+LM_MICRO_BATCH = 1
+"""Samples per forward/backward pass when a language model learns. Micro-batches split one minibatch's
+gradient, so this is speed and memory only: at 1 nothing is padded (7.5 s per sample against 12.0 at 4 in the
+same sweep) and one long sample's backward already takes gigabytes."""
+
+
 def duration_weights(durations_s: torch.Tensor) -> torch.Tensor:
     """Per-sample weights Δt_k / mean(Δt): the paper's correction (arXiv 2509.01684), right where attempts
     return at a rate ∝ π(a)/Δt(a) (see the module docstring for where that holds).

@@ -18,7 +18,7 @@ from typing import Any, cast
 from rl_core.checkpoint import latest_checkpoint, warm_start
 from rl_core.evaluation import EVALUATION, evaluate
 from rl_core.executors import Executor, LocalExecutor
-from rl_core.learner import Learner, LearnerConfig
+from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, Learner, LearnerConfig
 from rl_core.loop import run_loop
 from rl_core.loop_config import LoopConfig, LoopSummary
 from rl_core.outcome import AttemptOutcome
@@ -101,15 +101,12 @@ def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, st
     return {task.slug: simplest_program(task) for task in tasks}
 
 
-LM_MICRO_BATCH = 1
-"""Samples per forward/backward pass when an LM policy learns: one long sample's backward is gigabytes."""
-
-
 def learner_config(config: RunConfig) -> LearnerConfig:
     return LearnerConfig(
         objective=config.objective,
         lr=config.learning_rate,
         micro_batch=LM_MICRO_BATCH if config.policy == "lm" else None,
+        ppo_epochs=LM_PPO_EPOCHS if config.policy == "lm" else LearnerConfig.ppo_epochs,
         entropy_coef=config.entropy_coef,
         kl_coef=config.kl_coef,
         duration_aware=config.duration_aware,

@@ -39,7 +39,7 @@ def test_lm_settings_show_only_for_a_language_model_and_a_preset_fills_its_setti
     screenshot("run-form-lm-preset")
     assert page.input_value("#id_policy") == "lm" and page.locator("#id_temperature").is_visible()
     assert (page.input_value("#id_temperature"), page.input_value("#id_warm_start_demos")) == ("0.3", "48")
-    assert page.is_checked("#id_sync") and page.is_checked("#id_seed_baseline")
+    assert not page.is_checked("#id_sync") and page.is_checked("#id_seed_baseline")
     assert "48 grammar demonstrations" in page.text_content("#preset-description")
 
     page.click("button.preset[data-preset=grammar-quick]")

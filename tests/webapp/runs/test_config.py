@@ -103,3 +103,12 @@ def test_an_lm_is_drawn_by_the_background_sampler_and_the_grammar_policy_in_the_
 
     assert loop_config(RunConfig(policy="lm")).sampler == "background"
     assert loop_config(RunConfig()).sampler == "inline"
+
+
+def test_an_lm_learns_with_one_ppo_epoch_at_micro_batch_one_and_the_grammar_policy_with_the_learners_defaults():
+    from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, LearnerConfig
+    from workers.driver import learner_config
+
+    lm, grammar = learner_config(RunConfig(policy="lm")), learner_config(RunConfig())
+    assert (lm.ppo_epochs, lm.micro_batch) == (LM_PPO_EPOCHS, LM_MICRO_BATCH) == (1, 1)
+    assert (grammar.ppo_epochs, grammar.micro_batch) == (LearnerConfig().ppo_epochs, None)
