@@ -105,7 +105,7 @@ def test_an_lm_is_drawn_by_the_background_sampler_and_the_grammar_policy_in_the_
     assert loop_config(RunConfig()).sampler == "inline"
 
 
-def test_an_lm_learns_with_one_ppo_epoch_at_micro_batch_one_and_the_grammar_policy_with_the_learners_defaults():
+def test_an_lm_learns_one_ppo_epoch_at_micro_batch_one_and_the_grammar_policy_at_the_learner_defaults():
     from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, LearnerConfig
     from workers.driver import learner_config
 
