@@ -22,7 +22,7 @@ import hashlib
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,12 @@ class AttemptRecord:
     """Who wrote the program that ran: "ast", "lm", "lm-fallback" or "none" (rl_core.instrument.Method)."""
     version: int = 0
     """The policy version that drew the program (0: before any update)."""
+    batch: int = 1
+    """Programs drawn by the generate call that drew this one."""
+    duration_s: float = 0.0
+    """The attempt's Δt in its sandbox."""
+    staleness: int = 0
+    """Policy versions between the one that drew the program and the one current when it finished."""
 
 
 @dataclass
@@ -167,6 +173,8 @@ class Recorder:
                 reward=float(outcome.reward), stages=len(outcome.stages),
                 new_tokens=int(info.get("new_tokens", 0)), generation_s=float(info.get("generation_s", 0.0)),
                 instrumentation=str(getattr(outcome, "instrumentation", "")), version=sample.policy_version,
+                batch=int(info.get("generation_batch", 1)), duration_s=float(outcome.duration_s),
+                staleness=staleness,
             )
         )  # fmt: skip
         if "tokens_per_s" in info:
@@ -247,6 +255,16 @@ def build_warm_start(tasks: Sequence[BundledTask], settings: LMSettings, folder:
     save_warm_start(policy, folder, describe(demos, result, policy=policy, config=config))
 
 
+def learner_config(settings: LMSettings, path: LMPath, seed: int) -> Any:
+    """PPO on the LoRA matrices at the settings' learning rate, minibatches of 4, `path`'s epochs and
+    micro-batch."""
+    from rl_core.learner import LearnerConfig
+
+    return LearnerConfig(
+        lr=settings.rl_lr, minibatch=4, micro_batch=path.micro_batch, ppo_epochs=path.ppo_epochs, seed=seed
+    )
+
+
 def run_arm(
     name: str,
     policy: Any,
@@ -260,13 +278,15 @@ def run_arm(
     preset: str = "normalized",
     seed: int = 0,
     path: LMPath = PATHS["batch"],
+    wrap_learner: Callable[[Any], Any] | None = None,
 ) -> ArmResult:
     """Run `attempts` attempts of `policy` on `tasks` through the loop on `path` (see the module docstring
     and PATHS; build `policy` with `autocast=path.autocast`); with `learn`, PPO updates the policy after every
     batch. `instrumenter="lm"`: the policy's frozen base model inserts the markers, checked against the AST
-    where each program runs (rl_core.lm_instrumenting)."""
+    where each program runs (rl_core.lm_instrumenting). `wrap_learner`: what the loop learns through, given
+    the learner (to time it, say)."""
     from rl_core.executors import LocalExecutor
-    from rl_core.learner import Learner, LearnerConfig
+    from rl_core.learner import Learner
     from rl_core.loop import LoopConfig, run_loop
     from rl_core.policies.grammar import simplest_program
     from rl_core.reward import RewardConfig
@@ -282,10 +302,8 @@ def run_arm(
         from rl_core.lm_instrumenting import LMInstrumentingExecutor
 
         executor = LMInstrumentingExecutor(executor, policy.generate_frozen)  # type: ignore[assignment]
-    learner_config = LearnerConfig(
-        lr=settings.rl_lr, minibatch=4, micro_batch=path.micro_batch, ppo_epochs=path.ppo_epochs, seed=seed
-    )
-    learner = Learner(policy, learner_config) if learn else FrozenLearner(policy)
+    learner = Learner(policy, learner_config(settings, path, seed)) if learn else FrozenLearner(policy)
+    learner = wrap_learner(learner) if wrap_learner else learner
     config = LoopConfig(
         attempts=attempts, actors=actors, batch=settings.batch, sync=path.sync, seed=seed,
         sample_ahead=path.sample_ahead, sampler=path.sampler,  # type: ignore[arg-type]

@@ -31,7 +31,17 @@ from dataclasses import replace
 from typing import Any
 
 from _common import bench_arguments, machine_info, print_table, target, write_json
-from _lm import BENCH_DIR, PATHS, LMPath, LMSettings, lm_policy, tasks_for, warm_start
+from _lm import (
+    PATHS,
+    ArmResult,
+    LMPath,
+    LMSettings,
+    learner_config,
+    lm_policy,
+    run_arm,
+    tasks_for,
+    warm_start,
+)
 
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 
@@ -61,96 +71,40 @@ class TimedLearner:
         self.learner.load_state_dict(state)
 
 
-class Attempts:
-    """An observer keeping each finished attempt's sample facts and validity."""
-
-    def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
-
-    def on_attempt_started(self, attempt_id, sample, started_at) -> None:  # type: ignore[no-untyped-def]
-        pass
-
-    def on_attempt_finished(self, attempt_id, sample, outcome, finished_at, staleness) -> None:  # type: ignore[no-untyped-def]
-        info = sample.info
-        self.rows.append(
-            {
-                "valid": bool(outcome.valid),
-                "duration_s": float(outcome.duration_s),
-                "new_tokens": int(info.get("new_tokens", 0)),
-                "batch": int(info["generation_batch"]),
-                "generation_s": float(info["generation_s"]),
-                "staleness": staleness,
-            }
-        )
-
-    def on_update(self, version, metrics) -> None:  # type: ignore[no-untyped-def]
-        pass
-
-
-def learner_config(settings: LMSettings, path: LMPath, seed: int):  # type: ignore[no-untyped-def]
-    from rl_core.learner import LearnerConfig
-
-    return LearnerConfig(
-        lr=settings.rl_lr, minibatch=4, micro_batch=path.micro_batch, ppo_epochs=path.ppo_epochs, seed=seed
-    )
-
-
 def run_path(
     name: str, path: LMPath, tasks, adapter, settings: LMSettings, attempts: int
 ) -> tuple[dict, list]:  # type: ignore[no-untyped-def]
-    """One run of the loop on `path`: its figures, and the last batch it learned from."""
-    from rl_core.executors import LocalExecutor
-    from rl_core.learner import Learner
-    from rl_core.loop import LoopConfig, run_loop
-    from rl_core.policies.grammar import simplest_program
-    from rl_core.reward import RewardConfig
-
+    """One run of the loop on `path` (bench/_lm.py's run_arm): its figures and the last batch it learned."""
     policy = lm_policy(settings, adapter=adapter, seed=settings.seed, autocast=path.autocast)
-    learner = TimedLearner(Learner(policy, learner_config(settings, path, settings.seed)))
-    executor = LocalExecutor(
-        {t.info.slug: t.files for t in tasks},
-        2,
-        BENCH_DIR / "scratch" / f"throughput-{name}-{time.time_ns()}",
-        reward=RewardConfig(preset="normalized"),
-    )
-    config = LoopConfig(
-        attempts=attempts,
-        actors=2,
-        batch=settings.batch,
-        seed=settings.seed,
-        sample_ahead=path.sample_ahead,
-        sampler=path.sampler,
-    )  # type: ignore[arg-type]
-    observer, load_before, started = Attempts(), os.getloadavg()[0], time.monotonic()
-    try:
-        run_loop(
-            policy=policy,
-            learner=learner,
-            executor=executor,
-            tasks=[t.info for t in tasks],
-            config=config,  # type: ignore[arg-type]
-            observer=observer,
-            baselines={t.info.slug: simplest_program(t.info) for t in tasks},
-        )
-    finally:
-        executor.close()
-    return figures(observer.rows, learner, time.monotonic() - started, load_before), learner.last_batch
+    timed: list[TimedLearner] = []
+
+    def timing(learner: Any) -> TimedLearner:
+        timed.append(TimedLearner(learner))
+        return timed[-1]
+
+    load_before = os.getloadavg()[0]
+    arm = run_arm(
+        f"throughput-{name}", policy, tasks, settings, attempts=attempts, learn=True, seed=settings.seed,
+        path=path, wrap_learner=timing,
+    )  # fmt: skip
+    return figures(arm, timed[0], load_before), timed[0].last_batch
 
 
-def figures(rows: list[dict[str, Any]], learner: TimedLearner, wall_s: float, load_before: float) -> dict:
-    share_s = sum(r["generation_s"] / r["batch"] for r in rows)
+def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
+    rows = arm.records
+    share_s = sum(r.generation_s / r.batch for r in rows)
     return {
         "attempts": len(rows),
-        "wall_s": wall_s,
-        "attempts_per_hour": 3600 * len(rows) / wall_s,
-        "tokens_per_s": sum(r["new_tokens"] for r in rows) / share_s if share_s else 0.0,
-        "mean_batch_size": len(rows) / sum(1 / r["batch"] for r in rows),
+        "wall_s": arm.wall_s,
+        "attempts_per_hour": 3600 * len(rows) / arm.wall_s,
+        "tokens_per_s": sum(r.new_tokens for r in rows) / share_s if share_s else 0.0,
+        "mean_batch_size": len(rows) / sum(1 / r.batch for r in rows),
         "generation_s": share_s,
         "update_s": learner.seconds,
         "update_s_per_sample": learner.seconds / learner.samples if learner.samples else None,
-        "sandbox_s": sum(r["duration_s"] for r in rows),
-        "valid_rate": sum(r["valid"] for r in rows) / len(rows),
-        "staleness_max": max(r["staleness"] for r in rows),
+        "sandbox_s": sum(r.duration_s for r in rows),
+        "valid_rate": sum(r.valid for r in rows) / len(rows),
+        "staleness_max": max(r.staleness for r in rows),
         "load_before": load_before,
         "load_after": os.getloadavg()[0],
     }
