@@ -75,6 +75,21 @@ def permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
     return extreme / len(splits)
 
 
+def rank_permutation_p(a: Sequence[float | None], b: Sequence[float | None]) -> float:
+    """`permutation_p` on the ranks of a + b (ties share their mean rank), where None (no value: say, a seed
+    with no valid attempt) ranks below every number: the exact rank-sum test, defined whatever is missing.
+
+    >>> rank_permutation_p([None, 0.9, 0.8], [0.1, 0.2, 0.3])
+    0.7
+    >>> rank_permutation_p([0.7, 0.9, 0.8], [None, None, 0.3])
+    0.1
+    """
+    pooled = [-math.inf if v is None else v for v in (*a, *b)]
+    order = sorted(pooled)
+    ranks = [statistics.fmean(i + 1 for i, o in enumerate(order) if o == v) for v in pooled]
+    return permutation_p(ranks[: len(a)], ranks[len(a) :])
+
+
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Two-sided p of the Mann-Whitney U test that values of `a` and `b` come from one distribution (None
     when either is empty).

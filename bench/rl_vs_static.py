@@ -15,10 +15,11 @@ Reported: for each arm and seed, the valid rate and each competition's best scor
 curve); per arm, pooled over seeds, the valid rate with its 95% Wilson interval (attempts counted as
 independent trials) and the valid rate of each seed's later half (where RL's samples come from updated
 policies), each competition's best score per seed with the seeds' mean and 95% t interval. Tests, RL against
-static: Fisher's exact test on the valid counts (all attempts, and the later halves); per competition an
-exact permutation test on the seeds' best scores (with 3 seeds per arm the smallest possible p is 0.1, so a
-best-score difference cannot reach p < 0.05 there) and a Mann-Whitney test on the scores of all valid
-attempts. A p of 0.05 or more is reported as no measurable difference.
+static: Fisher's exact test on the valid counts (all attempts, and the later halves); per competition the
+exact rank-sum test on the seeds' best scores (a seed with no valid attempt ranks lowest; with 3 seeds per
+arm the smallest possible p is 0.1, so a best-score difference cannot reach p < 0.05 there) and a
+Mann-Whitney test on the scores of all valid attempts. A p of 0.05 or more is reported as no measurable
+difference. The JSON keeps every attempt's record.
 
 Run: python bench/rl_vs_static.py [--quick] [--json PATH] [--seeds N] [--attempts N]
 (quick: 1 seed x 16 attempts per arm; full: 3 seeds x 24 attempts per arm and seed, 72 per arm)
@@ -26,12 +27,14 @@ Run: python bench/rl_vs_static.py [--quick] [--json PATH] [--seeds N] [--attempt
 
 from __future__ import annotations
 
+import math
 import statistics
+from dataclasses import asdict
 from typing import Any
 
-from _common import bench_arguments, machine_info, print_table, target, write_json
+from _common import bench_arguments, format_value, machine_info, print_table, target, write_json
 from _lm import PATHS, ArmResult, LMSettings, curve, lm_policy, run_arm, tasks_for, warm_start
-from _stats import fisher_exact_p, mann_whitney_p, permutation_p, t_interval, wilson_interval
+from _stats import fisher_exact_p, mann_whitney_p, rank_permutation_p, t_interval, wilson_interval
 
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 ARMS = ("static", "rl")
@@ -74,6 +77,9 @@ def save(json_path, config: dict, runs: dict[str, list[ArmResult]], tasks, point
     """The results so far (every finished arm), written at once so that an interrupted run keeps them."""
     results: dict[str, Any] = {name: summarise(arms, tasks) for name, arms in runs.items() if arms}
     results["curves"] = {name: [curve(arm, tasks, points) for arm in arms] for name, arms in runs.items()}
+    results["records"] = {
+        name: [[asdict(r) for r in arm.records] for arm in arms] for name, arms in runs.items()
+    }
     targets: dict[str, Any] = {}
     if all(runs[name] for name in ARMS):
         results["tests"] = compare(runs, tasks)
@@ -146,12 +152,15 @@ def compare(runs: dict[str, list[ArmResult]], tasks) -> list[dict[str, Any]]:  #
     ]
     for t in tasks:
         slug, sign = t.info.slug, 1.0 if t.info.higher_is_better else -1.0
-        rl_best = [a.best(slug, t.info.higher_is_better) for a in rl]
-        static_best = [a.best(slug, t.info.higher_is_better) for a in static]
-        if None not in rl_best and None not in static_best:
-            difference = sign * (statistics.fmean(rl_best) - statistics.fmean(static_best))  # type: ignore[arg-type]
-            p = permutation_p(rl_best, static_best)  # type: ignore[arg-type]
-            rows.append(test_row(f"best score per seed, {slug}", difference, "exact permutation", p))
+        rl_best, static_best = seed_bests(rl, t), seed_bests(static, t)
+        rl_signed, static_signed = signed(rl_best, sign), signed(static_best, sign)
+        p = rank_permutation_p(rl_signed, static_signed)
+        gap = mean_rank_gap(rl_signed, static_signed)
+        row = test_row(f"best score per seed (mean rank), {slug}", gap, "exact rank-sum", p)
+        rows.append(
+            row
+            | {"rl": rl_best, "static": static_best, "mean_best_gap": mean_gap(rl_best, static_best, sign)}
+        )
         rl_scores = valid_scores(rl, slug)
         static_scores = valid_scores(static, slug)
         p_scores = mann_whitney_p(rl_scores, static_scores)
@@ -161,6 +170,31 @@ def compare(runs: dict[str, list[ArmResult]], tasks) -> list[dict[str, Any]]:  #
                 test_row(f"scores of valid attempts (median), {slug}", difference, "Mann-Whitney", p_scores)
             )
     return rows
+
+
+def seed_bests(arms: list[ArmResult], task) -> list[float | None]:  # type: ignore[no-untyped-def]
+    """Each seed's best score on `task` (None: that seed had no valid attempt on it)."""
+    return [a.best(task.info.slug, task.info.higher_is_better) for a in arms]
+
+
+def signed(values: list[float | None], sign: float) -> list[float | None]:
+    return [None if v is None else sign * v for v in values]
+
+
+def mean_rank_gap(rl: list[float | None], static: list[float | None]) -> float:
+    """RL's mean rank minus static's among all seeds' (signed) bests, None ranking lowest: > 0, RL better."""
+    pooled = [-math.inf if v is None else v for v in (*rl, *static)]
+    rank = {v: statistics.fmean(i + 1 for i, o in enumerate(sorted(pooled)) if o == v) for v in pooled}
+    ranks = [rank[v] for v in pooled]
+    return statistics.fmean(ranks[: len(rl)]) - statistics.fmean(ranks[len(rl) :])
+
+
+def mean_gap(rl: list[float | None], static: list[float | None], sign: float) -> float:
+    """How much better RL's mean best is, over the seeds that have one (nan where an arm has none)."""
+    rl_found, static_found = [v for v in rl if v is not None], [v for v in static if v is not None]
+    if not rl_found or not static_found:
+        return math.nan
+    return sign * (statistics.fmean(rl_found) - statistics.fmean(static_found))
 
 
 def valid_scores(arms: list[ArmResult], slug: str) -> list[float]:
@@ -189,6 +223,11 @@ def best_gap_target(results: dict[str, Any], task) -> dict[str, Any]:  # type: i
     return target(gap, ">=", 0.0) | {"rl": rl, "static": static}
 
 
+def listed(value: Any) -> Any:
+    """A list of per-seed values as one short cell."""
+    return ", ".join(format_value(v) for v in value) if isinstance(value, list) else value
+
+
 def interval(bounds: tuple[float, float] | None) -> str:
     return "-" if bounds is None else f"[{bounds[0]:.4g}, {bounds[1]:.4g}]"
 
@@ -207,11 +246,11 @@ def report(results: dict[str, Any], attempts: int, seeds: tuple[int, ...]) -> No
         }
         for slug in SLUGS:
             best = arm["best_score"][slug]
-            row[f"best {slug} (mean of seeds)"] = best["mean"]
+            row[f"best {slug} (mean over seeds with one)"] = best["mean"]
             row[f"best {slug} 95% CI"] = interval(best["ci95"])
         rows.append(row)
     print_table(rows, list(rows[0]), title=f"{len(seeds)} seeds x {attempts} attempts per arm")
-    tests = results["tests"]
+    tests = [{k: listed(v) for k, v in row.items()} for row in results["tests"]]
     print_table(
         tests, list(tests[0]), title=f"RL against static (p < {SIGNIFICANCE}: a measurable difference)"
     )

@@ -48,3 +48,15 @@ def test_the_permutation_p_counts_every_relabelling():
 def test_mann_whitney_needs_values_on_both_sides():
     assert _stats.mann_whitney_p([], [1.0]) is None
     assert 0 < _stats.mann_whitney_p([1.0, 2.0], [1.5, 2.5]) <= 1
+
+
+def test_the_rank_permutation_p_ranks_a_missing_value_below_every_number():
+    # No missing values: the same as the permutation test on the ranks worked out by hand.
+    assert _stats.rank_permutation_p([0.9, 0.4, 0.7], [0.5, 0.3, 0.6]) == pytest.approx(
+        _stats.permutation_p([6.0, 2.0, 5.0], [3.0, 1.0, 4.0])
+    )
+    # A seed without a value ranks lowest; two missing values share ranks 1 and 2 (1.5 each).
+    assert _stats.rank_permutation_p([None, 0.9], [None, 0.1]) == pytest.approx(
+        _stats.permutation_p([1.5, 4.0], [1.5, 3.0])
+    )
+    assert _stats.rank_permutation_p([0.7, 0.9, 0.8], [None, None, 0.3]) == pytest.approx(0.1)
