@@ -84,10 +84,19 @@ def rank_permutation_p(a: Sequence[float | None], b: Sequence[float | None]) -> 
     >>> rank_permutation_p([0.7, 0.9, 0.8], [None, None, 0.3])
     0.1
     """
-    pooled = [-math.inf if v is None else v for v in (*a, *b)]
+    pooled = ranks([*a, *b])
+    return permutation_p(pooled[: len(a)], pooled[len(a) :])
+
+
+def ranks(values: Sequence[float | None]) -> list[float]:
+    """Each value's rank from 1 (ties share their mean rank), None below every number.
+
+    >>> ranks([0.5, None, 0.2, 0.5])
+    [3.5, 1.0, 2.0, 3.5]
+    """
+    pooled = [-math.inf if v is None else v for v in values]
     order = sorted(pooled)
-    ranks = [statistics.fmean(i + 1 for i, o in enumerate(order) if o == v) for v in pooled]
-    return permutation_p(ranks[: len(a)], ranks[len(a) :])
+    return [statistics.fmean(i + 1 for i, o in enumerate(order) if o == v) for v in pooled]
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:

@@ -34,7 +34,7 @@ from typing import Any
 
 from _common import bench_arguments, format_value, machine_info, print_table, target, write_json
 from _lm import PATHS, ArmResult, LMSettings, curve, lm_policy, run_arm, tasks_for, warm_start
-from _stats import fisher_exact_p, mann_whitney_p, rank_permutation_p, t_interval, wilson_interval
+from _stats import fisher_exact_p, mann_whitney_p, rank_permutation_p, ranks, t_interval, wilson_interval
 
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 ARMS = ("static", "rl")
@@ -183,10 +183,8 @@ def signed(values: list[float | None], sign: float) -> list[float | None]:
 
 def mean_rank_gap(rl: list[float | None], static: list[float | None]) -> float:
     """RL's mean rank minus static's among all seeds' (signed) bests, None ranking lowest: > 0, RL better."""
-    pooled = [-math.inf if v is None else v for v in (*rl, *static)]
-    rank = {v: statistics.fmean(i + 1 for i, o in enumerate(sorted(pooled)) if o == v) for v in pooled}
-    ranks = [rank[v] for v in pooled]
-    return statistics.fmean(ranks[: len(rl)]) - statistics.fmean(ranks[len(rl) :])
+    pooled = ranks([*rl, *static])
+    return statistics.fmean(pooled[: len(rl)]) - statistics.fmean(pooled[len(rl) :])
 
 
 def mean_gap(rl: list[float | None], static: list[float | None], sign: float) -> float:
