@@ -74,4 +74,7 @@ def test_beat_finds_an_orphaned_run_while_the_only_gpu_worker_is_busy_supervisin
     assert not broker.exists(supervisor_queued_key(orphan.id))
     cluster.start_beat(interval_s=1)
     wait_for(lambda: broker.exists(supervisor_queued_key(orphan.id)), timeout_s=60, what="beat's recovery")
-    assert (broker.llen("gpu"), bool(broker.exists(supervisor_lease_key(busy.id)))) == (1, True)
+    # enqueue_supervisor marks the run before it sends the message (so recovery never sees it unmarked while
+    # the message is on its way): wait for the message itself, which stays queued while the worker is busy.
+    wait_for(lambda: broker.llen("gpu") == 1, timeout_s=10, what="the orphan's supervisor in the gpu queue")
+    assert bool(broker.exists(supervisor_lease_key(busy.id)))
