@@ -44,7 +44,8 @@ TEMPERATURE = 0.7
 
 
 def transformers_policy(dtype: str, batch: int, new_tokens: int) -> Any:
-    from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+    from rl_core.policies.lm import LMPolicy
+    from rl_core.policies.lm_config import LMPolicyConfig
 
     config = LMPolicyConfig(
         cache_dir=str(CACHE_DIR / "models"), dtype=dtype, device="cpu", temperature=TEMPERATURE,  # type: ignore[arg-type]

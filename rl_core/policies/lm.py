@@ -29,7 +29,7 @@ GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autoca
 vLLM (`LMPolicyConfig.sampler`): imported lazily; whenever the version changed since the last push, the
 adapter is saved to a folder and served as a new ``LoRARequest``. vLLM has no code-fence stopping criterion
 here, so it samples to the token limit and the response is cut after the first closed Python block
-(`lm_stopping`: where a response ends; `lm_vllm`: the vLLM sampler).
+(`lm_config`: the settings; `lm_stopping`: where a response ends; `lm_vllm`: the vLLM sampler).
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once; vLLM
 is untested here.
 """
@@ -40,104 +40,25 @@ import contextlib
 import importlib.util
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from transformers import GenerationConfig, StoppingCriteriaList
 
-from rl_core.policies.lm_precision import Autocast, autocast, autocast_dtype
+from rl_core.policies.lm_config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
+from rl_core.policies.lm_precision import autocast, autocast_dtype
 from rl_core.policies.lm_stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
 from rl_core.policies.lm_vllm import VLLMSampler, VLLMSettings
 from rl_core.policies.lm_weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
-from rl_core.prompts import PromptLimits, PromptStyle, build_messages
-
-
-@dataclass(frozen=True)
-class LMPolicyConfig:
-    """How an LMPolicy samples, scores and adapts. The defaults suit SmolLM2-135M on a CPU."""
-
-    model: str = EMBEDDED_MODEL
-    """A name or path for `lm_weights.resolve_model`, loaded when no model object is passed in."""
-    cache_dir: str | None = None
-    """Where the embedded model is converted (e.g. PRACTICUM_DATA_DIR/models); needed only for it."""
-    seed: int = 0
-    """Seeds the adapters' random initialisation (sampling is seeded by the generator `sample` gets)."""
-    temperature: float = 0.7
-    """Softmax temperature τ of the policy π = softmax(logits / τ); > 0. Sampling and scoring both use it."""
-    top_p: float = 1.0
-    """Nucleus sampling mass; 1.0 samples from π exactly (see the module docstring for < 1)."""
-    max_new_tokens: int = 1024
-    """The most tokens in a response (the paper caps responses at 1024)."""
-    max_prompt_tokens: int = 2048
-    """The most prompt tokens; longer prompts lose their middle. The paper used 1024; improve prompts carry
-    a program of up to 1024 tokens on top of the task, hence 2048."""
-    prompt_limits: PromptLimits = field(default_factory=PromptLimits)
-    """Character budgets of the prompt's long fields."""
-    prompt_style: PromptStyle = "full"
-    """"full" (the paper's kind of prompt) or "compact" (about a fifth of the tokens, for small models on
-    a CPU); see rl_core.prompts. Demonstrations for a warm start are written in the same style."""
-    lora_r: int = 16
-    """LoRA rank."""
-    lora_alpha: int = 32
-    """LoRA scaling numerator (the update is scaled by alpha / r)."""
-    lora_dropout: float = 0.0
-    """LoRA dropout; inactive anyway, since the policy always runs in eval mode."""
-    target_modules: str | tuple[str, ...] = "all-linear"
-    """Modules that get adapters: peft's "all-linear" (every linear layer but the output head) or names."""
-    adapter_path: str | None = None
-    """A saved adapter folder (`LMPolicy.save_adapter`) to start from, e.g. a warm start; its own LoRA
-    settings then replace lora_r, lora_alpha and target_modules."""
-    reference: bool = True
-    """Compute `Scored.ref_logprobs` under the frozen base (one extra no-gradient forward per `score`)."""
-    device: str = "auto"
-    """"auto" (cuda when available, else cpu), or a torch device string."""
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """Model dtype; "auto" is bfloat16 on cuda and float32 on cpu."""
-    autocast: Autocast = "auto"
-    """Scoring passes (old log-probs, `score`, reference, `token_logprobs`) under bf16 autocast over float32
-    weights ("bfloat16") or not ("off"); "auto": bfloat16 on cuda with bf16 support and on a CPU with native
-    bf16 (AVX512-BF16, AMX), off elsewhere (rl_core.policies.lm_precision). Sampling is never autocast: the
-    recorded log-probs differ from the sampler's by bf16 rounding. Measured on this 2-core AVX512-BF16 CPU
-    (load average 4.3-5.8), SmolLM2-135M, one PPO update (Learner, micro_batch=1, ppo_epochs=1) of 4 samples
-    of 222 prompt + 600 response tokens, 3 runs each (the script is in issue 13's report): off 35.8, 53.5,
-    52.0 s per sample, peak RSS 2774-2814 MiB; bfloat16 26.6, 19.0, 31.0 s, 1922-1949 MiB. The no-gradient
-    pass recording old log-probs: 8.0-9.3 s against 4.7-5.9 s per sample."""
-    sampler: Literal["auto", "transformers", "vllm"] = "auto"
-    """"auto" uses vLLM when it is installed, the device is cuda and the model has a folder."""
-    generation_batch: int = 8
-    """The most prompts per ``generate`` call."""
-    score_batch: int = 8
-    """The most samples per no-gradient forward when recording old log-probs."""
-    checkpoint_activations: bool = True
-    """`score` with gradients recomputes each layer's activations in the backward pass instead of keeping
-    them all: measured on SmolLM2-135M, a 1,600-token sample's backward peaks at 3.7 GB instead of 6.0 GB,
-    in the same time on a CPU."""
-    vllm_gpu_memory_utilization: float = 0.3
-    """The share of GPU memory vLLM may take (the training copy of the model needs the rest)."""
-    cpu_threads: int | None = None
-    """On a CPU, set torch's thread count (process-wide) to this; None leaves it. Measured on 2 shared
-    cores: SmolLM2-135M decodes about 6x faster with 1 thread than with 2 when other processes are busy."""
+from rl_core.prompts import build_messages
 
 
 def _chunks(count: int, size: int) -> Iterator[range]:
     for start in range(0, count, size):
         yield range(start, min(start + size, count))
-
-
-def _resolve_device(name: str) -> torch.device:
-    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
-
-
-def _resolve_dtype(name: str, device: torch.device) -> torch.dtype:
-    if name == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    dtype = getattr(torch, name)
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"LMPolicyConfig.dtype {name!r} is not a torch dtype.")
-    return dtype
 
 
 class LMPolicy:
@@ -162,7 +83,7 @@ class LMPolicy:
         self.config = config = config or LMPolicyConfig()
         if config.temperature <= 0:
             raise ValueError("LMPolicyConfig.temperature must be > 0 (the policy is softmax(logits / τ)).")
-        self.device = _resolve_device(config.device)
+        self.device = resolve_device(config.device)
         self.autocast_dtype = autocast_dtype(config.autocast, self.device)
         if config.cpu_threads is not None and self.device.type == "cpu":
             torch.set_num_threads(config.cpu_threads)
@@ -185,7 +106,7 @@ class LMPolicy:
                 f"LMPolicyConfig.cache_dir is needed to convert the embedded {EMBEDDED_MODEL!r}."
             )
         source = resolve_model(self.config.model, Path(self.config.cache_dir or "."))
-        dtype = _resolve_dtype(self.config.dtype, self.device)
+        dtype = resolve_dtype(self.config.dtype, self.device)
         model, tokenizer = load_pretrained(source, device=str(self.device), dtype=dtype)
         return model, tokenizer, source
 
@@ -193,7 +114,7 @@ class LMPolicy:
         """`model` on the device, with a neutral generation config and LoRA adapters (new or loaded)."""
         import peft
 
-        model = model.to(self.device, _resolve_dtype(self.config.dtype, self.device))
+        model = model.to(self.device, resolve_dtype(self.config.dtype, self.device))
         model.generation_config = GenerationConfig(  # model defaults (top_k, repetition penalty) would skew π
             eos_token_id=sorted(self.eos_ids),
             pad_token_id=self.pad_id,
@@ -342,7 +263,7 @@ class LMPolicy:
         from peft import get_peft_model_state_dict
 
         adapter = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()}
-        config = {k: _plain(v) for k, v in asdict(self.config).items()}
+        config = {k: config_value(v) for k, v in asdict(self.config).items()}
         return {"format": 1, "version": self.version, "config": config, "adapter": adapter}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -475,12 +396,3 @@ class LMPolicy:
                 ids[index, width - len(row) :] = torch.tensor(row)
                 attention[index, width - len(row) :] = 1
         return ids.to(self.device), attention.to(self.device)
-
-
-def _plain(value: Any) -> Any:
-    """A config value as data that `torch.load(weights_only=True)` accepts."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return str(value) if isinstance(value, Path) else value

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from rl_core.policies import lm_precision
-from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+from rl_core.policies.lm import LMPolicy
+from rl_core.policies.lm_config import LMPolicyConfig
 from rl_core.policies.lm_precision import autocast_dtype
 from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.testing import tiny_llama, tiny_tokenizer

@@ -15,7 +15,8 @@ from rl_core import sampling
 from rl_core.executors import FamilySpec, Job, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, run_loop
-from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+from rl_core.policies.lm import LMPolicy
+from rl_core.policies.lm_config import LMPolicyConfig
 from rl_core.policies.table import TablePolicy
 from rl_core.policy import Prompt, Sample, TaskInfo
 from rl_core.testing import tiny_llama, tiny_tokenizer

@@ -10,7 +10,8 @@ import huggingface_hub.constants
 import pytest
 import torch
 
-from rl_core.policies.lm import LMPolicy, LMPolicyConfig
+from rl_core.policies.lm import LMPolicy
+from rl_core.policies.lm_config import LMPolicyConfig
 from rl_core.policies.lm_weights import (
     EMBEDDED_MODEL,
     SOURCE_FILE,
