@@ -26,14 +26,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def bench_arguments(description: str, **integers: str) -> argparse.Namespace:
-    """Parse the standard `--quick` and `--json PATH` options, and `--NAME N` for each of `integers`
-    (name -> help; absent: None, the mode's default)."""
+def bench_arguments(
+    description: str, *, strings: dict[str, str] | None = None, **integers: str
+) -> argparse.Namespace:
+    """Parse the standard `--quick` and `--json PATH` options, `--NAME N` for each of `integers` and
+    `--NAME TEXT` for each of `strings` (name -> help; absent: None, the mode's default)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="a short pass (a few minutes on 2 cores)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here as JSON")
     for name, help_text in integers.items():
         parser.add_argument(f"--{name}", type=int, default=None, help=help_text)
+    for name, help_text in (strings or {}).items():
+        parser.add_argument(f"--{name}", default=None, help=help_text)
     return parser.parse_args()
 
 

@@ -23,7 +23,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,8 @@ class LMPath:
     autocast: str
     ppo_epochs: int
     micro_batch: int
+    engine: str = "auto"
+    """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets)."""
 
 
 def _new_path() -> LMPath:
@@ -77,15 +79,21 @@ def _new_path() -> LMPath:
 
 PATHS = {
     "batch": LMPath(
-        sync=True, sample_ahead=1, sampler="inline", autocast="auto", ppo_epochs=2, micro_batch=1
+        sync=True, sample_ahead=1, sampler="inline", autocast="auto", ppo_epochs=2, micro_batch=1,
+        engine="transformers",
     ),
-    "old": LMPath(sync=False, sample_ahead=1, sampler="inline", autocast="off", ppo_epochs=2, micro_batch=1),
+    "old": LMPath(
+        sync=False, sample_ahead=1, sampler="inline", autocast="off", ppo_epochs=2, micro_batch=1,
+        engine="transformers",
+    ),
     "new": _new_path(),
-}
+    "ct2": replace(_new_path(), engine="ctranslate2"),
+}  # fmt: skip
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
 old: the asynchronous loop drawing one program whenever an actor frees up, float32 scoring, PPO 2 epochs;
 new: what an LM run does (workers/driver.py): the background sampler drawing batches of 8 while sandboxes
-run, bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH."""
+run, bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH;
+ct2: new with CTranslate2 (int8, re-converted after each update) decoding instead of transformers."""
 
 
 @dataclass
@@ -112,6 +120,8 @@ class AttemptRecord:
     """The attempt's Δt in its sandbox."""
     staleness: int = 0
     """Policy versions between the one that drew the program and the one current when it finished."""
+    sync_s: float = 0.0
+    """Seconds its generate call first spent handing the engine the newest weights (CTranslate2 converts)."""
 
 
 @dataclass
@@ -174,7 +184,7 @@ class Recorder:
                 new_tokens=int(info.get("new_tokens", 0)), generation_s=float(info.get("generation_s", 0.0)),
                 instrumentation=str(getattr(outcome, "instrumentation", "")), version=sample.policy_version,
                 batch=int(info.get("generation_batch", 1)), duration_s=float(outcome.duration_s),
-                staleness=staleness,
+                staleness=staleness, sync_s=float(info.get("sync_s", 0.0)),
             )
         )  # fmt: skip
         if "tokens_per_s" in info:
@@ -205,6 +215,11 @@ class FrozenLearner:
 def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
     """The bundled competitions, built once into the cache (an SQLite database of the benchmarks' own)."""
     return bundled_tasks(slugs, CACHE_DIR / "competitions")
+
+
+def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = None, seed: int = 0) -> Any:
+    """The policy an arm on `path` runs: its scoring precision and decoding engine."""
+    return lm_policy(settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine)
 
 
 def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:
@@ -282,7 +297,7 @@ def run_arm(
     wrap_learner: Callable[[Any], Any] | None = None,
 ) -> ArmResult:
     """Run `attempts` attempts of `policy` on `tasks` through the loop on `path` (see the module docstring
-    and PATHS; build `policy` with `autocast=path.autocast`); with `learn`, PPO updates the policy after every
+    and PATHS; build `policy` with `path_policy`); with `learn`, PPO updates the policy after every
     batch. `instrumenter="lm"`: the policy's frozen base model inserts the markers, checked against the AST
     where each program runs (rl_core.lm_instrumenting). `wrap_learner`: what the loop learns through, given
     the learner (to time it, say)."""

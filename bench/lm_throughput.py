@@ -2,25 +2,31 @@
 
 What runs: SmolLM2-135M-Instruct, warm-started on GrammarPolicy demonstrations (bench/_lm.py, the cache the
 other LM benchmarks share), on two bundled competitions, in the asynchronous loop (K = 2 sandboxed actors,
-B = 8, PPO on LoRA), same seed, prompts and attempt budget. Two paths (bench/_lm.py's PATHS), one after the
-other in one process:
+B = 8, PPO on LoRA), same seed, prompts and attempt budget. Paths of bench/_lm.py's PATHS (by default these
+two), one after the other in one process:
   old  one sample drawn when an actor frees up (batch-1 decoding), float32 scoring, PPO 2 epochs at
        micro-batch 1 (the update before issue 13);
   new  what an LM run does now: the background sampler (rl_core.sampling.BackgroundSampler: batches of 8
        drawn while executors run, staleness bound 1), bf16 autocast for scoring where the CPU has it, PPO
        1 epoch at micro-batch 1 (rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH, which the sweep below
        chose).
-Then `ceiling`: one batch-8 `sample` call alone (nothing else running in this process), the engine's batch
-throughput that the new path's sampling is compared with, and `update_sweep`: one PPO update on the new
-path's last batch under each (epochs, micro-batch), its seconds per sample and the progress of the clipped
-objective (the advantage-weighted mean change of the samples' log-probs, sum over tokens / tokens).
+Then `ceilings`: one batch-8 `sample` call alone per batched path (nothing else running in this process),
+its engine's tokens/s over the generation call, which that path's sampling is compared with; and
+`update_sweep` (when the new path ran): one PPO update on the last batch under each (epochs, micro-batch),
+its seconds per sample and the progress of the clipped objective (the advantage-weighted mean change of the
+samples' log-probs, sum over tokens / tokens).
 
 Reported per path: attempts_per_hour, tokens_per_s (new tokens / seconds of generation, each sample counting
-its share of its call), mean_batch_size (samples per generate call), update_s_per_sample, valid_rate, the load
-average before and after (other processes share this machine's cores: say so when comparing). speedup =
-new / old attempts per hour.
+its share of its call), mean_batch_size (samples per generate call), update_s_per_sample, sync_s (weight
+hand-overs to an engine other than transformers), valid_rate, the load average before and after (other
+processes share this machine's cores: say so when comparing). versus: each later path's attempts per hour
+over the first's; speedup = new / old.
 
-Run: python bench/lm_throughput.py [--quick] [--json PATH]   (quick: 16 attempts per path; full: 48)
+`--paths` picks two or more of PATHS, the first being the baseline: `--paths new,ct2` compares the new
+path's transformers decoding with CTranslate2's (its ceiling too: one lone batch call per batched path).
+
+Run: python bench/lm_throughput.py [--quick] [--json PATH] [--paths old,new]   (quick: 16 attempts per path;
+full: 48)
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from _lm import (
     LMSettings,
     learner_config,
     lm_policy,
+    path_policy,
     run_arm,
     tasks_for,
     warm_start,
@@ -46,7 +53,6 @@ from _lm import (
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
 
 
-COMPARED = {name: PATHS[name] for name in ("old", "new")}
 SWEEP = ((1, 1), (1, 4), (2, 4))
 """(PPO epochs, micro-batch) pairs timed on one batch."""
 
@@ -75,7 +81,7 @@ def run_path(
     name: str, path: LMPath, tasks, adapter, settings: LMSettings, attempts: int
 ) -> tuple[dict, list]:  # type: ignore[no-untyped-def]
     """One run of the loop on `path` (bench/_lm.py's run_arm): its figures and the last batch it learned."""
-    policy = lm_policy(settings, adapter=adapter, seed=settings.seed, autocast=path.autocast)
+    policy = path_policy(settings, path, adapter=adapter, seed=settings.seed)
     timed: list[TimedLearner] = []
 
     def timing(learner: Any) -> TimedLearner:
@@ -100,6 +106,7 @@ def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
         "tokens_per_s": sum(r.new_tokens for r in rows) / share_s if share_s else 0.0,
         "mean_batch_size": len(rows) / sum(1 / r.batch for r in rows),
         "generation_s": share_s,
+        "sync_s": sum(r.sync_s / r.batch for r in rows),
         "update_s": learner.seconds,
         "update_s_per_sample": learner.seconds / learner.samples if learner.samples else None,
         "sandbox_s": sum(r.duration_s for r in rows),
@@ -110,20 +117,17 @@ def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
     }
 
 
-def ceiling(tasks, adapter, settings: LMSettings) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """One batch-8 solve `sample` call by itself: tokens/s of the engine at the new path's batch size."""
+def ceiling(tasks, adapter, settings: LMSettings, path: LMPath) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """One batch solve `sample` call by itself on `path`'s engine (after its weight sync): tokens/s of the
+    generation call, as the paths' tokens_per_s count it."""
     import torch
 
     from rl_core.policy import Prompt
 
-    policy = lm_policy(settings, adapter=adapter, seed=settings.seed)
-    prompts = [
-        Prompt(task=tasks[i % len(tasks)].info, kind="solve") for i in range(PATHS["new"].sample_ahead)
-    ]
-    started = time.perf_counter()
+    policy = path_policy(settings, path, adapter=adapter, seed=settings.seed)
+    prompts = [Prompt(task=tasks[i % len(tasks)].info, kind="solve") for i in range(path.sample_ahead)]
     samples = policy.sample(prompts, generator=torch.Generator().manual_seed(settings.seed))
-    seconds = time.perf_counter() - started
-    tokens = sum(int(s.info["new_tokens"]) for s in samples)
+    seconds, tokens = float(samples[0].info["generation_s"]), sum(int(s.info["new_tokens"]) for s in samples)
     return {"batch": len(samples), "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
 
 
@@ -164,56 +168,66 @@ def mean_logprobs(policy, batch) -> list[float]:  # type: ignore[no-untyped-def]
     return [float(x) for x in totals]
 
 
+def compared_paths(names: str | None) -> dict[str, LMPath]:
+    chosen = (names or "old,new").split(",")
+    unknown = [name for name in chosen if name not in PATHS]
+    if unknown or len(chosen) < 2:
+        raise SystemExit(f"--paths takes two or more of {', '.join(PATHS)} (got {names!r})")
+    return {name: PATHS[name] for name in chosen}
+
+
 def main() -> None:
-    args = bench_arguments(__doc__.splitlines()[0])
+    args = bench_arguments(
+        __doc__.splitlines()[0], strings={"paths": "comma-separated paths of bench/_lm.py's PATHS (old,new)"}
+    )
     settings, attempts = LMSettings(), 16 if args.quick else 48
+    compared = compared_paths(args.paths)
+    first, *others = compared
     tasks = tasks_for(SLUGS)
     adapter, _ = warm_start(tasks, settings)
-    config = {
-        "slugs": SLUGS,
-        "attempts": attempts,
-        "actors": 2,
-        "paths": {k: vars(v) for k, v in COMPARED.items()},
-    }
-    results: dict[str, Any] = {}
+    paths = {name: vars(path) for name, path in compared.items()}
+    config = {"slugs": SLUGS, "attempts": attempts, "actors": 2, "paths": paths}
+    results: dict[str, Any] = {"ceilings": {}, "sampling_vs_ceiling": {}}
+    targets: dict[str, Any] = {}
 
     def save() -> None:
-        speedup = None
-        if "new" in results and "old" in results:
-            speedup = results["new"]["attempts_per_hour"] / results["old"]["attempts_per_hour"]
-        targets = {"speedup": target(speedup, ">=", 3.0)} if speedup is not None else {}
-        if speedup is not None and "ceiling" in results:
-            share = results["new"]["tokens_per_s"] / results["ceiling"]["tokens_per_s"]
-            results["sampling_vs_ceiling"] = share
-            targets["sampling_vs_ceiling"] = target(share, ">=", 0.7)
-        results["speedup"] = speedup
+        results["versus"] = {
+            f"{name}/{first}": results[name]["attempts_per_hour"] / results[first]["attempts_per_hour"]
+            for name in others
+            if name in results and first in results
+        }
+        results["speedup"] = results["versus"].get("new/old")
+        if results["speedup"] is not None:
+            targets["speedup"] = target(results["speedup"], ">=", 3.0)
+        for name, engine_best in results["ceilings"].items():
+            share = results[name]["tokens_per_s"] / engine_best["tokens_per_s"]
+            results["sampling_vs_ceiling"][name] = share
+            targets[f"sampling_vs_ceiling.{name}"] = target(share, ">=", 0.7)
         write_json(
-            args.json,
-            benchmark="lm_throughput",
-            machine=machine_info(),
-            config=config,
-            targets=targets,
+            args.json, benchmark="lm_throughput", machine=machine_info(), config=config, targets=targets,
             results=results,
-        )
+        )  # fmt: skip
 
     last_batch: list = []
-    for name, path in COMPARED.items():
+    for name, path in compared.items():
         results[name], batch = run_path(name, path, tasks, adapter, settings, attempts)
         last_batch = batch or last_batch
         save()
-    print_table(
-        [{"path": n, **{k: v for k, v in results[n].items()}} for n in COMPARED],
-        ["path", *results["old"]],
-        title=f"{attempts} attempts per path",
-    )
-    results["ceiling"] = ceiling(tasks, adapter, settings)
-    save()
-    print_table([results["ceiling"]], list(results["ceiling"]), title="One batch-8 sample call alone")
-    if last_batch:
+    rows = [{"path": name, **results[name]} for name in compared]
+    print_table(rows, ["path", *results[first]], title=f"{attempts} attempts per path")
+    for name, path in compared.items():
+        if path.sample_ahead > 1:
+            results["ceilings"][name] = ceiling(tasks, adapter, settings, path)
+            save()
+    ceilings = [{"path": n, **c} for n, c in results["ceilings"].items()]
+    if ceilings:
+        print_table(ceilings, list(ceilings[0]), title="One batch sample call alone, per engine")
+    if last_batch and "new" in compared:
         results["update_sweep"] = update_sweep(last_batch, adapter, settings)
         save()
         print_table(results["update_sweep"], list(results["update_sweep"][0]), title="PPO update settings")
-    print(f"speedup (new / old attempts per hour): {results['speedup']:.2f}")
+    for pair, ratio in results["versus"].items():
+        print(f"attempts per hour, {pair}: {ratio:.2f}")
 
 
 if __name__ == "__main__":

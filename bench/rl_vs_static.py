@@ -33,7 +33,7 @@ from dataclasses import asdict
 from typing import Any
 
 from _common import bench_arguments, format_value, machine_info, print_table, target, write_json
-from _lm import PATHS, ArmResult, LMSettings, curve, lm_policy, run_arm, tasks_for, warm_start
+from _lm import PATHS, ArmResult, LMSettings, curve, path_policy, run_arm, tasks_for, warm_start
 from _stats import fisher_exact_p, mann_whitney_p, rank_permutation_p, ranks, t_interval, wilson_interval
 
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
@@ -61,7 +61,7 @@ def main() -> None:
     }
     for seed in seeds:
         for name in ARMS:
-            policy = lm_policy(settings, adapter=adapter, seed=seed, autocast=path.autocast)
+            policy = path_policy(settings, path, adapter=adapter, seed=seed)
             arm = run_arm(
                 name, policy, tasks, settings, attempts=attempts, learn=name == "rl", seed=seed, path=path
             )

@@ -26,10 +26,11 @@ logits (``logits_to_keep``), so memory is O(B · T · vocabulary) per call; keep
 The tensors come back on the CPU (gradients flow back to the model's device), to mix with the learner's.
 
 GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autocast: `LMPolicyConfig.autocast`.
-vLLM (`LMPolicyConfig.sampler`): imported lazily; whenever the version changed since the last push, the
-adapter is saved to a folder and served as a new ``LoRARequest``. vLLM has no code-fence stopping criterion
-here, so it samples to the token limit and the response is cut after the first closed Python block
-(`lm_config`: the settings; `lm_stopping`: where a response ends; `lm_vllm`: the vLLM sampler).
+Other engines (`LMPolicyConfig.sampler`, `lm_samplers`): vLLM on a GPU and CTranslate2 on a CPU, imported
+lazily, sample copies of the policy brought to its version before each generation (`lm_vllm`: the adapter
+served as a new ``LoRARequest``, cut after the first closed Python block afterwards; `lm_ct2`: an int8 copy
+re-converted after each update, stopped per row by a callback). `lm_config`: the settings; `lm_stopping`:
+where a response ends.
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once; vLLM
 is untested here.
 """
@@ -37,7 +38,6 @@ is untested here.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
@@ -49,8 +49,8 @@ from transformers import GenerationConfig, StoppingCriteriaList
 
 from rl_core.policies.lm_config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
 from rl_core.policies.lm_precision import autocast, autocast_dtype
+from rl_core.policies.lm_samplers import choose_engine, engine_sampler
 from rl_core.policies.lm_stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
-from rl_core.policies.lm_vllm import VLLMSampler, VLLMSettings
 from rl_core.policies.lm_weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
@@ -96,8 +96,8 @@ class LMPolicy:
         self.eos_ids = eos_ids(model, tokenizer)
         self.model = self._adapt(model)
         self.version = 0
-        self._vllm = self._vllm_sampler(model_path)
-        self._vllm_version: int | None = None  # the version whose adapter the vLLM sampler has
+        self.engine = choose_engine(config.sampler, self.device, model_path)
+        self._engine = engine_sampler(self, self.engine, model_path)
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -144,31 +144,6 @@ class LMPolicy:
             task_type="CAUSAL_LM",
         )
 
-    def _vllm_sampler(self, model_path: Path | str | None) -> VLLMSampler | None:
-        """The vLLM sampler `config.sampler` asks for, or None to sample with transformers."""
-        if self.config.sampler == "transformers":
-            return None
-        available = importlib.util.find_spec("vllm") is not None and self.device.type == "cuda"
-        if not (available and model_path is not None):
-            if self.config.sampler == "vllm":
-                raise ValueError("sampler='vllm' needs vLLM installed, a cuda device and a model folder.")
-            return None
-        config = self.config
-        settings = VLLMSettings(
-            temperature=config.temperature, top_p=config.top_p, max_new_tokens=config.max_new_tokens,
-            max_prompt_tokens=config.max_prompt_tokens, lora_r=config.lora_r,
-            gpu_memory_utilization=config.vllm_gpu_memory_utilization, stop_token_ids=tuple(self.eos_ids),
-        )  # fmt: skip
-        return VLLMSampler(model_path, settings)
-
-    def _vllm_generate(self, sampler: VLLMSampler, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
-        """Sample with vLLM, first handing it the current adapter when the version moved since the last."""
-        if self._vllm_version != self.version:
-            folder = self.save_adapter(sampler.next_adapter_dir())
-            sampler.use_adapter(folder)
-            self._vllm_version = self.version
-        return sampler.generate(prompt_ids, seed)
-
     # Prompts and responses as token ids.
 
     def prompt_ids(self, prompt: Prompt) -> list[int]:
@@ -194,8 +169,9 @@ class LMPolicy:
         """One response per prompt, tagged with `self.version`; deterministic given `generator`'s state.
 
         ``Sample.action`` is a `TokenAction` of the sampled ids. ``Sample.info`` holds prompt_tokens,
-        new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's generation_s and
-        tokens_per_s (generated tokens / generation seconds).
+        new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's sync_s (handing an
+        engine other than transformers the newest weights first), generation_s and tokens_per_s (generated
+        tokens / generation seconds).
         """
         samples: list[Sample] = []
         for chunk in _chunks(len(prompts), self.config.generation_batch):
@@ -205,16 +181,18 @@ class LMPolicy:
 
     def _sample_batch(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
         prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
+        engine = self._engine
+        sync_s = engine.sync_if_moved() if engine else 0.0
         started = time.perf_counter()
-        vllm = self._vllm
-        raw = self._vllm_generate(vllm, prompt_ids, seed) if vllm else self._generate(prompt_ids, seed)
+        raw = engine.generate(prompt_ids, seed) if engine else self._generate(prompt_ids, seed)
         elapsed = max(time.perf_counter() - started, 1e-9)
         responses = [trim_response(ids, self.tokenizer, self.eos_ids) for ids in raw]
         response_ids = [ids for ids, _ in responses]
         old = self._old_logprobs(prompt_ids, response_ids)
         produced = sum(len(ids) for ids in response_ids)
         shared = {
-            "sampler": "vllm" if self._vllm else "transformers",
+            "sampler": self.engine,
+            "sync_s": sync_s,
             "generation_s": elapsed,
             "tokens_per_s": produced / elapsed,
         }
@@ -276,7 +254,8 @@ class LMPolicy:
             raise ValueError("The saved adapter does not match this policy's LoRA modules or rank.")
         set_peft_model_state_dict(self.model, saved)
         self.version = int(state["version"])
-        self._vllm_version = None  # new weights under a possibly equal version: hand them to vLLM again
+        if self._engine is not None:
+            self._engine.weights_replaced()
 
     @contextlib.contextmanager
     def activation_checkpointing(self, *, enabled: bool = True) -> Iterator[None]:

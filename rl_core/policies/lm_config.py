@@ -64,8 +64,10 @@ class LMPolicyConfig:
     of 222 prompt + 600 response tokens, 3 runs each (the script is in issue 13's report): off 35.8, 53.5,
     52.0 s per sample, peak RSS 2774-2814 MiB; bfloat16 26.6, 19.0, 31.0 s, 1922-1949 MiB. The no-gradient
     pass recording old log-probs: 8.0-9.3 s against 4.7-5.9 s per sample."""
-    sampler: Literal["auto", "transformers", "vllm"] = "auto"
-    """"auto" uses vLLM when it is installed, the device is cuda and the model has a folder."""
+    sampler: Literal["auto", "transformers", "vllm", "ctranslate2"] = "auto"
+    """Which engine draws the responses (rl_core.policies.lm_samplers): "auto" uses vLLM when it is
+    installed, the device is cuda and the model has a folder, and on a CPU `lm_samplers.CPU_AUTO_ENGINE`;
+    "ctranslate2" (CPU, the `cpu-engines` extra) samples an int8 copy re-converted after each update."""
     generation_batch: int = 8
     """The most prompts per ``generate`` call."""
     score_batch: int = 8

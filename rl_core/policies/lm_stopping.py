@@ -1,6 +1,6 @@
 """Where a sampled response ends: at an end-of-sequence token, or once it holds a closed Python block (a
-``generate`` stopping criterion, and the same cut for samplers without one, such as vLLM); and how an
-over-long prompt is cut."""
+``generate`` stopping criterion, CTranslate2's per-token callback, and the same cut afterwards for samplers
+without either, such as vLLM); and how an over-long prompt is cut."""
 
 from __future__ import annotations
 
@@ -30,10 +30,16 @@ class CodeBlockStop(StoppingCriteria):
         if self.done is None:
             self.done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for row in (~self.done).nonzero().flatten().tolist():
-            if may_close_fence(self.tokenizer, int(input_ids[row, -1])):
-                text = self.tokenizer.decode(input_ids[row, self.prompt_width :], skip_special_tokens=True)
-                self.done[row] = closes_code_block(text)
+            self.done[row] = response_closed(self.tokenizer, input_ids[row, self.prompt_width :].tolist())
         return self.done.clone()
+
+
+def response_closed(tokenizer: Any, ids: Sequence[int]) -> bool:
+    """Whether the response `ids` (so far) holds a closed Python block, checked only when its last token may
+    close a fence (the stopping rule of every sampler: this criterion, CTranslate2's callback)."""
+    if not ids or not may_close_fence(tokenizer, int(ids[-1])):
+        return False
+    return closes_code_block(tokenizer.decode(list(ids), skip_special_tokens=True))
 
 
 def closes_code_block(text: str) -> bool:

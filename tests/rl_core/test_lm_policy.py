@@ -12,6 +12,7 @@ import torch
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.policies.lm import LMPolicy
 from rl_core.policies.lm_config import LMPolicyConfig
+from rl_core.policies.lm_samplers import EngineSampler
 from rl_core.policies.lm_stopping import CodeBlockStop, trim_response
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo, TokenAction
 from rl_core.testing import tiny_llama, tiny_tokenizer
@@ -320,7 +321,7 @@ def test_vllm_samples_with_the_adapter_pushed_after_an_update(tmp_path):
     policy.version += 1
     second = draw(policy, [SOLVE])[0]
     assert (first.info["sampler"], second.info["sampler"]) == ("vllm", "vllm")
-    assert policy._vllm is not None and policy._vllm.pushes == 2
+    assert policy._engine is not None and policy._engine.sampler.pushes == 2
 
 
 class RecordingSampler:
@@ -343,7 +344,7 @@ class RecordingSampler:
 def test_the_policy_hands_the_vllm_sampler_its_adapter_once_per_version_and_after_a_load(tmp_path):
     policy = make_policy()
     sampler = RecordingSampler(tmp_path)
-    policy._vllm = sampler
+    policy.engine, policy._engine = "vllm", EngineSampler(policy, "vllm", sampler)
     draw(policy, [SOLVE])
     draw(policy, [SOLVE])
     policy.version += 1

@@ -1,0 +1,119 @@
+"""Which engine samples an LMPolicy's responses (`LMPolicyConfig.sampler`), and keeping an engine other than
+transformers at the policy's version.
+
+transformers samples the policy's own model, so it is never out of date. vLLM (GPU, `lm_vllm`) and
+CTranslate2 (CPU, `lm_ct2`) sample copies: before each generation, `EngineSampler` hands the engine the
+policy's weights whenever the policy's version moved since the last hand-over (vLLM: the adapter folder;
+CTranslate2: a merged, converted model).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from rl_core.policies.lm_ct2 import CT2Sampler, CT2Settings
+from rl_core.policies.lm_stopping import response_closed
+from rl_core.policies.lm_vllm import VLLMSampler, VLLMSettings
+
+Engine = Literal["transformers", "vllm", "ctranslate2"]
+
+CPU_AUTO_ENGINE: Engine = "transformers"
+"""What "auto" samples with on a CPU (CTranslate2 needs its extra installed)."""
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def choose_engine(requested: str, device: torch.device, model_path: Path | str | None) -> Engine:
+    """The engine for `LMPolicyConfig.sampler` = `requested` on `device`; an explicit request that cannot be
+    met is an error naming what is missing, "auto" falls back to transformers."""
+    vllm_ready = device.type == "cuda" and installed("vllm") and model_path is not None
+    ct2_ready = device.type == "cpu" and installed("ctranslate2")
+    if requested == "auto":
+        if vllm_ready:
+            return "vllm"
+        return "ctranslate2" if CPU_AUTO_ENGINE == "ctranslate2" and ct2_ready else "transformers"
+    if requested == "transformers":
+        return "transformers"
+    if requested == "vllm":
+        if not vllm_ready:
+            raise ValueError("sampler='vllm' needs vLLM installed, a cuda device and a model folder.")
+        return "vllm"
+    if requested == "ctranslate2":
+        if not ct2_ready:
+            raise ValueError(
+                "sampler='ctranslate2' needs CTranslate2 (pip install -e '.[cpu-engines]') and a cpu device."
+            )
+        return "ctranslate2"
+    raise ValueError(f"LMPolicyConfig.sampler {requested!r} is not auto, transformers, vllm or ctranslate2.")
+
+
+def engine_sampler(policy: Any, engine: Engine, model_path: Path | str | None) -> EngineSampler | None:
+    """What samples `policy` with `engine` (None for transformers, which samples the policy's own model)."""
+    config = policy.config
+    if engine == "transformers":
+        return None
+    if engine == "vllm":
+        assert model_path is not None  # choose_engine picks vLLM only with a model folder
+        settings = VLLMSettings(
+            temperature=config.temperature, top_p=config.top_p, max_new_tokens=config.max_new_tokens,
+            max_prompt_tokens=config.max_prompt_tokens, lora_r=config.lora_r,
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization, stop_token_ids=tuple(policy.eos_ids),
+        )  # fmt: skip
+        return EngineSampler(policy, engine, VLLMSampler(model_path, settings))
+    settings_ct2 = CT2Settings(
+        temperature=config.temperature, top_p=config.top_p, max_new_tokens=config.max_new_tokens,
+        stop_token_ids=tuple(policy.eos_ids), threads=torch.get_num_threads(),
+    )  # fmt: skip
+    return EngineSampler(policy, engine, CT2Sampler(settings_ct2))
+
+
+class EngineSampler:
+    """An engine other than transformers, kept at the policy's version.
+
+    Args:
+        policy: the LMPolicy (its version, model, tokenizer and save_adapter are used).
+        engine: "vllm" (`sampler` has VLLMSampler's interface) or "ctranslate2" (CT2Sampler's).
+    """
+
+    def __init__(self, policy: Any, engine: Engine, sampler: Any) -> None:
+        self.policy, self.engine, self.sampler = policy, engine, sampler
+        self.synced_version: int | None = None
+
+    def generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
+        """Sampled ids after each prompt (cut afterwards by `lm_stopping.trim_response`), from the weights of
+        the last `sync_if_moved` (called first when it was not)."""
+        if self.synced_version is None:
+            self.sync_if_moved()
+        if self.engine == "vllm":
+            return list(self.sampler.generate(prompt_ids, seed))
+        tokenizer = self.policy.tokenizer
+
+        def done(ids: list[int]) -> bool:
+            return response_closed(tokenizer, ids)
+
+        return list(self.sampler.generate(prompt_ids, seed, tokenizer, done=done))
+
+    def sync_if_moved(self) -> float:
+        """Hand the engine the policy's weights if its version moved since the last hand-over; the seconds
+        it took (0 when nothing moved)."""
+        policy = self.policy
+        if self.synced_version == policy.version:
+            return 0.0
+        started = time.perf_counter()
+        if self.engine == "vllm":
+            self.sampler.use_adapter(policy.save_adapter(self.sampler.next_adapter_dir()))
+        else:
+            self.sampler.sync(policy.model, policy.tokenizer)
+        self.synced_version = policy.version
+        return time.perf_counter() - started
+
+    def weights_replaced(self) -> None:
+        """The policy's weights changed under a possibly equal version (a restore): hand them over again."""
+        self.synced_version = None
