@@ -21,7 +21,6 @@ Run: python bench/lm_engines.py [--quick] [--json PATH] [--batches 1,8,32] [--ne
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib.util
 import tempfile
 import time
@@ -83,12 +82,12 @@ def sync_seconds(folder: Path) -> float:
     """Seconds for what a policy update costs CTranslate2: merge LoRA adapters, save, convert to int8."""
     import ctranslate2
 
+    from rl_core.policies.lm_weights import save_merged_model
+
     policy = transformers_policy("float32", 1, 8)
     started = time.perf_counter()
-    merged = copy.deepcopy(policy.model).merge_and_unload()
     with tempfile.TemporaryDirectory() as tmp:
-        merged.save_pretrained(Path(tmp) / "hf")
-        policy.tokenizer.save_pretrained(Path(tmp) / "hf")
+        save_merged_model(policy.model, policy.tokenizer, Path(tmp) / "hf")
         converter = ctranslate2.converters.TransformersConverter(str(Path(tmp) / "hf"))
         converter.convert(str(Path(tmp) / "ct2"), quantization="int8", force=True)
     return time.perf_counter() - started

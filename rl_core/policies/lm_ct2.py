@@ -15,13 +15,14 @@ shortest one and feeds the rest token by token, so prompts of very different len
 
 from __future__ import annotations
 
-import copy
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rl_core.policies.lm_weights import save_merged_model
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,7 @@ class CT2Sampler:
 
         self.syncs += 1
         source, target = self.root / f"hf-{self.syncs}", self.root / f"ct2-{self.syncs}"
-        merged = copy.deepcopy(model).merge_and_unload()
-        merged.save_pretrained(str(source))
-        tokenizer.save_pretrained(str(source))
-        del merged
+        save_merged_model(model, tokenizer, source)
         converter = ctranslate2.converters.TransformersConverter(str(source))
         converter.convert(str(target), quantization=self.settings.compute_type, force=True)
         shutil.rmtree(source, ignore_errors=True)

@@ -15,6 +15,7 @@ the Hugging Face cache (Qwen2.5-3B-Instruct is the paper's); loading always pass
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -177,3 +178,11 @@ def load_pretrained(source: Path | str, *, device: str, dtype: Any) -> tuple[Any
     tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
     model: Any = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True)
     return model.to(device).eval(), tokenizer
+
+
+def save_merged_model(model: Any, tokenizer: Any, folder: Path) -> None:
+    """A peft `model` with its adapters merged into a copy (the model itself is left as it is), saved with
+    `tokenizer` as a Hugging Face folder: a full warm start, or what CTranslate2 converts."""
+    merged = copy.deepcopy(model).merge_and_unload()
+    merged.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))

@@ -23,7 +23,6 @@ than the policy's `max_new_tokens` are skipped (the policy could never write the
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import time
@@ -37,7 +36,7 @@ from typing import Any
 import torch
 
 from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_weights import build_once
+from rl_core.policies.lm_weights import build_once, save_merged_model
 from rl_core.policy import PreviousSolution, Sample, TaskInfo
 from rl_core.warmstart.demonstrations import Demonstration, grammar_demonstrations
 from rl_core.warmstart.folders import FULL_MODEL_FOLDER, MANIFEST_FILE
@@ -228,19 +227,12 @@ def save_warm_start(policy: LMPolicy, directory: Path, manifest: dict[str, Any])
 
     def build(folder: Path) -> None:
         if manifest.get("kind") == "full":
-            save_merged_model(policy, folder / FULL_MODEL_FOLDER)
+            save_merged_model(policy.model, policy.tokenizer, folder / FULL_MODEL_FOLDER)
         else:
             policy.save_adapter(folder)
         (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
 
     return build_once(directory, build)
-
-
-def save_merged_model(policy: LMPolicy, folder: Path) -> None:
-    """The policy's model with its adapter merged in, saved with its tokenizer as a Hugging Face folder."""
-    merged = copy.deepcopy(policy.model).merge_and_unload()
-    merged.save_pretrained(folder)
-    policy.tokenizer.save_pretrained(folder)
 
 
 def warm_start_policy(
