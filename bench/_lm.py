@@ -68,6 +68,8 @@ class LMPath:
     micro_batch: int
     engine: str = "auto"
     """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets)."""
+    ct2_compute_type: str = "int8"
+    """LMPolicyConfig.ct2_compute_type, for engine "ctranslate2"."""
 
 
 def _new_path() -> LMPath:
@@ -88,12 +90,14 @@ PATHS = {
     ),
     "new": _new_path(),
     "ct2": replace(_new_path(), engine="ctranslate2"),
+    "ct2-fp32": replace(_new_path(), engine="ctranslate2", ct2_compute_type="float32"),
 }  # fmt: skip
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
 old: the asynchronous loop drawing one program whenever an actor frees up, float32 scoring, PPO 2 epochs;
 new: what an LM run does (workers/driver.py): the background sampler drawing batches of 8 while sandboxes
 run, bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH;
-ct2: new with CTranslate2 (int8, re-converted after each update) decoding instead of transformers."""
+ct2 / ct2-fp32: new with CTranslate2 decoding instead of transformers, from an int8 / float32 copy
+re-converted after each update."""
 
 
 @dataclass
@@ -219,7 +223,10 @@ def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
 
 def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = None, seed: int = 0) -> Any:
     """The policy an arm on `path` runs: its scoring precision and decoding engine."""
-    return lm_policy(settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine)
+    return lm_policy(
+        settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine,
+        ct2_compute_type=path.ct2_compute_type,
+    )  # fmt: skip
 
 
 def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:

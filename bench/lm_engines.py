@@ -2,18 +2,20 @@
 CTranslate2 with int8 weights, on the same prompts, at several batch sizes (issue 13, item 2).
 
 What runs: the embedded SmolLM2-135M-Instruct (no adapters: every engine samples the same base weights), the
-compact solve prompt of a bundled-shaped competition, temperature 0.7, at most `--new-tokens` new tokens.
-- `transformers-fp32` and `transformers-bf16`: rl_core's LMPolicy.sample (the loop's sampler) with the model
-  in that dtype, `generation_batch` = the batch size; generation seconds and tokens/s come from the samples'
-  info (the `generate` call alone), `sample_s` is the whole call with its old-log-prob forward.
-- `ctranslate2-int8`: the same prompt tokens through `ctranslate2.Generator.generate_batch` (random sampling
-  over the whole vocabulary at the same temperature) on a CTranslate2 copy of the model with int8 weights.
-  Its `sync_s` is what each policy update would cost it: merging the LoRA adapters into a copy of the model,
-  saving it and converting it again (transformers samples the trained model itself: nothing to sync).
-  It returns no per-token log-probs here, so the loop would still need transformers' old-log-prob forward.
-Responses end at the end-of-sequence token or the cap (transformers also at a closed code block), so each
-engine's tokens/s is its own tokens over its own seconds. Not measured: quality (the engines sample the same
-distribution up to int8 rounding), and the loop's overlap of sampling with execution.
+compact solve prompt of a bundled-shaped competition, temperature 0.7, at most `--new-tokens` new tokens,
+each engine through rl_core's LMPolicy.sample (the loop's sampler; LMPolicyConfig.sampler and dtype), with
+`generation_batch` = the batch size:
+- `transformers-fp32` and `transformers-bf16`: transformers ``generate`` on the model in that dtype;
+- `ctranslate2-int8` and `ctranslate2-fp32`: CTranslate2 on an int8 or float32 copy of the model
+  (rl_core.policies.lm_ct2; LMPolicyConfig.ct2_compute_type). Its `sync_s` is what each policy update
+  costs it: merging the LoRA adapters into a copy, saving and converting it (the warm-up call does it
+  once; transformers samples the trained model itself: nothing to sync). Its
+  `logprob_gap_mean` / `logprob_gap_abs`: log μ - log π per sampled token at temperature 1, μ the copy (the
+  mean, and the mean of its absolute value): how far what it samples is from the policy PPO assumes.
+Generation seconds and tokens/s come from the samples' info (the generation call alone); `sample_s` is the
+whole call with its old-log-prob forward. Responses end at an end token, a closed code block or the cap, so
+each engine's tokens/s is its own tokens over its own seconds. Not measured: quality, and the loop's
+overlap of sampling with execution (bench/lm_throughput.py --paths new,ct2 measures the loop).
 
 Run: python bench/lm_engines.py [--quick] [--json PATH] [--batches 1,8,32] [--new-tokens N]
 """
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,73 +44,62 @@ TASK = TaskInfo(
 TEMPERATURE = 0.7
 
 
-def transformers_policy(dtype: str, batch: int, new_tokens: int) -> Any:
+ENGINES = {
+    "transformers-fp32": {"sampler": "transformers", "dtype": "float32"},
+    "transformers-bf16": {"sampler": "transformers", "dtype": "bfloat16"},
+    "ctranslate2-int8": {"sampler": "ctranslate2", "dtype": "float32", "ct2_compute_type": "int8"},
+    "ctranslate2-fp32": {"sampler": "ctranslate2", "dtype": "float32", "ct2_compute_type": "float32"},
+}
+"""Each engine as LMPolicyConfig settings: the sampler, and the dtype of the model transformers runs."""
+
+
+def engine_policy(engine: str, batch: int, new_tokens: int) -> Any:
     from rl_core.policies.lm import LMPolicy
     from rl_core.policies.lm_config import LMPolicyConfig
 
     config = LMPolicyConfig(
-        cache_dir=str(CACHE_DIR / "models"), dtype=dtype, device="cpu", temperature=TEMPERATURE,  # type: ignore[arg-type]
-        max_new_tokens=new_tokens, generation_batch=batch, reference=False, autocast="off", seed=0,
+        cache_dir=str(CACHE_DIR / "models"), device="cpu", temperature=TEMPERATURE, max_new_tokens=new_tokens,
+        generation_batch=batch, reference=False, autocast="off", seed=0, **ENGINES[engine],  # type: ignore[arg-type]
     )  # fmt: skip
     return LMPolicy(config)
 
 
-def measure_transformers(dtype: str, batch: int, new_tokens: int) -> dict[str, Any]:
-    policy = transformers_policy(dtype, batch, new_tokens)
+def measure(engine: str, batch: int, new_tokens: int) -> dict[str, Any]:
+    """One timed `sample` call of `batch` prompts after a warm-up call (which, for CTranslate2, converts the
+    model: its sync_s)."""
+    policy = engine_policy(engine, batch, new_tokens)
     prompts = [Prompt(TASK, "solve")] * batch
-    policy.sample(prompts[:1], generator=torch.Generator().manual_seed(1))  # warm-up
+    [warm_up] = policy.sample(prompts[:1], generator=torch.Generator().manual_seed(1))
     started = time.perf_counter()
     samples = policy.sample(prompts, generator=torch.Generator().manual_seed(0))
     sample_s = time.perf_counter() - started
     tokens = sum(int(s.info["new_tokens"]) for s in samples)
     generation_s = float(samples[0].info["generation_s"])
-    return {"tokens": tokens, "generation_s": generation_s, "tokens_per_s": tokens / generation_s,
-            "sample_s": sample_s, "sync_s": 0.0}  # fmt: skip
+    row = {"tokens": tokens, "generation_s": generation_s, "tokens_per_s": tokens / generation_s,
+           "sample_s": sample_s, "sync_s": float(warm_up.info["sync_s"])}  # fmt: skip
+    if policy.engine == "ctranslate2":
+        row |= logprob_gap(policy, samples)
+    return row
 
 
-def ctranslate2_model(folder: Path) -> Path:
-    """The embedded model converted to CTranslate2 with int8 weights (once, cached)."""
-    import ctranslate2
-
-    target = CACHE_DIR / "ct2-int8" / folder.name
-    if not (target / "model.bin").exists():
-        ctranslate2.converters.TransformersConverter(str(folder)).convert(
-            str(target), quantization="int8", force=True
-        )
-    return target
-
-
-def sync_seconds(folder: Path) -> float:
-    """Seconds for what a policy update costs CTranslate2: merge LoRA adapters, save, convert to int8."""
-    import ctranslate2
-
-    from rl_core.policies.lm_weights import save_merged_model
-
-    policy = transformers_policy("float32", 1, 8)
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        save_merged_model(policy.model, policy.tokenizer, Path(tmp) / "hf")
-        converter = ctranslate2.converters.TransformersConverter(str(Path(tmp) / "hf"))
-        converter.convert(str(Path(tmp) / "ct2"), quantization="int8", force=True)
-    return time.perf_counter() - started
-
-
-def measure_ctranslate2(batch: int, new_tokens: int, folder: Path, sync_s: float) -> dict[str, Any]:
-    import ctranslate2
-
-    policy = transformers_policy("float32", 1, new_tokens)  # for its tokenizer and prompt layout only
-    tokens_in = [policy.tokenizer.convert_ids_to_tokens(policy.prompt_ids(Prompt(TASK, "solve")))] * batch
-    generator = ctranslate2.Generator(str(ctranslate2_model(folder)), device="cpu", compute_type="int8",
-                                      intra_threads=torch.get_num_threads())  # fmt: skip
-    options = {"max_length": new_tokens, "sampling_topk": 0, "sampling_temperature": TEMPERATURE,
-               "include_prompt_in_result": False}  # fmt: skip
-    generator.generate_batch(tokens_in[:1], **options)  # warm-up
-    started = time.perf_counter()
-    results = generator.generate_batch(tokens_in, **options)
-    elapsed = time.perf_counter() - started
-    tokens = sum(len(r.sequences_ids[0]) for r in results)
-    return {"tokens": tokens, "generation_s": elapsed, "tokens_per_s": tokens / elapsed, "sample_s": elapsed,
-            "sync_s": sync_s}  # fmt: skip
+def logprob_gap(policy: Any, samples: list[Any]) -> dict[str, float]:
+    """How far the CTranslate2 copy μ is from the policy π on the tokens it sampled, at temperature 1: the
+    mean of log μ - log π per token and the mean of its absolute value."""
+    prompt_ids = [policy.prompt_ids(s.prompt) for s in samples]
+    response_ids = [list(s.action.token_ids) for s in samples]
+    copied = policy._engine.sampler.logprobs(prompt_ids, response_ids, policy.tokenizer)
+    at_one = replace(policy.config, temperature=1.0)
+    original, policy.config = policy.config, at_one
+    with torch.no_grad():
+        scored = policy.score(samples)
+    policy.config = original
+    gaps = [
+        c - float(p)
+        for row, c_row in enumerate(copied)
+        for c, p in zip(c_row, scored.logprobs[row, scored.mask[row]].tolist(), strict=True)
+    ]
+    count = max(len(gaps), 1)
+    return {"logprob_gap_mean": sum(gaps) / count, "logprob_gap_abs": sum(abs(g) for g in gaps) / count}
 
 
 def arguments() -> argparse.Namespace:
@@ -124,30 +115,22 @@ def main() -> None:
     args = arguments()
     batches = [int(b) for b in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
     new_tokens = args.new_tokens or (96 if args.quick else 192)
-    from rl_core.policies.lm_weights import embedded_model_path
-
-    folder = embedded_model_path(CACHE_DIR / "models")
     has_ct2 = importlib.util.find_spec("ctranslate2") is not None
-    if not has_ct2:
+    engines = [engine for engine in ENGINES if has_ct2 or not engine.startswith("ctranslate2")]
+    if len(engines) < len(ENGINES):
         print("ctranslate2 is not installed (pip install -e '.[cpu-engines]'): measuring transformers only.")
-    sync_s = sync_seconds(folder) if has_ct2 else 0.0
     rows: list[dict[str, Any]] = []
     for batch in batches:
-        for dtype in ("float32", "bfloat16"):
-            engine = f"transformers-{'fp32' if dtype == 'float32' else 'bf16'}"
-            rows.append({"engine": engine, "batch": batch, **measure_transformers(dtype, batch, new_tokens)})
-        if has_ct2:
-            measured = measure_ctranslate2(batch, new_tokens, folder, sync_s)
-            rows.append({"engine": "ctranslate2-int8", "batch": batch, **measured})
+        for engine in engines:
+            rows.append({"engine": engine, "batch": batch, **measure(engine, batch, new_tokens)})
     best = max(rows, key=lambda r: r["tokens_per_s"])
     title = (
         f"SmolLM2-135M sampling on this CPU ({torch.get_num_threads()} threads), {new_tokens} new tokens at "
         f"most, τ = {TEMPERATURE}: tokens/s of the generation call; sample_s with transformers' old-log-prob "
-        "forward; sync_s per policy update (CTranslate2 reconverts)"
+        "forward; sync_s per policy update (CTranslate2 reconverts); log-prob gap of the int8 copy at τ = 1"
     )
-    print_table(
-        rows, ["engine", "batch", "tokens", "generation_s", "tokens_per_s", "sample_s", "sync_s"], title=title
-    )
+    columns = ["engine", "batch", "tokens", "generation_s", "tokens_per_s", "sample_s", "sync_s"]
+    print_table(rows, [*columns, "logprob_gap_mean", "logprob_gap_abs"], title=title)
     print(f"\nfastest: {best['engine']} at batch {best['batch']}: {best['tokens_per_s']:.1f} tokens/s")
     write_json(
         args.json,

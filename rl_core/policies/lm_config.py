@@ -68,6 +68,9 @@ class LMPolicyConfig:
     """Which engine draws the responses (rl_core.policies.lm_samplers): "auto" uses vLLM when it is
     installed, the device is cuda and the model has a folder, and on a CPU `lm_samplers.CPU_AUTO_ENGINE`;
     "ctranslate2" (CPU, the `cpu-engines` extra) samples an int8 copy re-converted after each update."""
+    ct2_compute_type: Literal["int8", "float32", "bfloat16", "int8_float32", "int8_bfloat16"] = "int8"
+    """The weights CTranslate2 samples with (sampler "ctranslate2"): int8 is the fastest measured here, and a
+    quantisation step away from π (bench/lm_engines.py measures the gap); float32 samples π itself."""
     generation_batch: int = 8
     """The most prompts per ``generate`` call."""
     score_batch: int = 8

@@ -34,7 +34,7 @@ class CT2Settings:
     max_new_tokens: int
     stop_token_ids: tuple[int, ...]
     compute_type: str = "int8"
-    """CTranslate2's weight type: "int8" (measured fastest here, bench/lm_engines.py) or "float32"."""
+    """CTranslate2's weight type (LMPolicyConfig.ct2_compute_type)."""
     threads: int = 0
     """Threads per generation call; 0 is CTranslate2's default (the cores it sees)."""
 
@@ -91,6 +91,18 @@ class CT2Sampler:
             return_end_token=True, include_prompt_in_result=False, callback=step,
         )  # fmt: skip
         return rows
+
+    def logprobs(
+        self, prompt_ids: list[list[int]], response_ids: list[list[int]], tokenizer: Any
+    ) -> list[list[float]]:
+        """Each response's per-token log-probs under the converted copy at temperature 1 (CTranslate2 scores
+        only there): how far the copy is from the policy it was converted from."""
+        if self.generator is None:
+            raise RuntimeError("CT2Sampler.logprobs before the first sync.")
+        pairs = zip(prompt_ids, response_ids, strict=True)
+        tokens = [tokenizer.convert_ids_to_tokens(prompt + response) for prompt, response in pairs]
+        results = self.generator.score_batch(tokens, max_input_length=0)
+        return [list(result.log_probs[len(p) - 1 :]) for result, p in zip(results, prompt_ids, strict=True)]
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -69,7 +69,8 @@ def engine_sampler(policy: Any, engine: Engine, model_path: Path | str | None) -
         return EngineSampler(policy, engine, VLLMSampler(model_path, settings))
     settings_ct2 = CT2Settings(
         temperature=config.temperature, top_p=config.top_p, max_new_tokens=config.max_new_tokens,
-        stop_token_ids=tuple(policy.eos_ids), threads=torch.get_num_threads(),
+        stop_token_ids=tuple(policy.eos_ids), compute_type=config.ct2_compute_type,
+        threads=torch.get_num_threads(),
     )  # fmt: skip
     return EngineSampler(policy, engine, CT2Sampler(settings_ct2))
 

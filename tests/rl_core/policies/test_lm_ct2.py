@@ -46,9 +46,8 @@ def draw(policy: LMPolicy, count: int = 2):
 
 def ct2_logprobs(policy: LMPolicy, prompt_ids: list[int], response_ids: list[int]) -> torch.Tensor:
     """The CTranslate2 copy's log-probs (temperature 1) of `response_ids` after `prompt_ids`."""
-    tokens = TOKENIZER.convert_ids_to_tokens(prompt_ids + response_ids)
-    [result] = policy._engine.sampler.generator.score_batch([tokens], max_input_length=0)
-    return torch.tensor(result.log_probs[len(prompt_ids) - 1 :])
+    [row] = policy._engine.sampler.logprobs([prompt_ids], [response_ids], TOKENIZER)
+    return torch.tensor(row)
 
 
 def torch_logprobs(policy: LMPolicy, prompt_ids: list[int], response_ids: list[int]) -> torch.Tensor:
