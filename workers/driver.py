@@ -84,6 +84,7 @@ def new_policy(config: RunConfig, cache_dir: Path, *, adapter: str | None = None
         model=model, cache_dir=str(cache_dir), seed=config.seed, adapter_path=adapter_path,
         temperature=config.temperature, max_new_tokens=config.max_new_tokens,
         prompt_style=config.prompt_style, reference=config.kl_coef > 0,  # the frozen base costs a forward
+        sampler=config.lm_engine,
     )  # fmt: skip
     return LMPolicy(lm_config)
 

@@ -43,15 +43,19 @@ def choose_engine(requested: str, device: torch.device, model_path: Path | str |
         return "transformers"
     if requested == "vllm":
         if not vllm_ready:
-            raise ValueError("sampler='vllm' needs vLLM installed, a cuda device and a model folder.")
+            raise ValueError(
+                "The vllm engine (LMPolicyConfig.sampler, a run's lm_engine) needs vLLM installed "
+                "(pip install '.[gpu]'), a cuda device and a model folder."
+            )
         return "vllm"
     if requested == "ctranslate2":
         if not ct2_ready:
             raise ValueError(
-                "sampler='ctranslate2' needs CTranslate2 (pip install -e '.[cpu-engines]') and a cpu device."
+                "The ctranslate2 engine (LMPolicyConfig.sampler, a run's lm_engine) needs CTranslate2 "
+                "(pip install '.[cpu-engines]') and a cpu device."
             )
         return "ctranslate2"
-    raise ValueError(f"LMPolicyConfig.sampler {requested!r} is not auto, transformers, vllm or ctranslate2.")
+    raise ValueError(f"The engine {requested!r} is not auto, transformers, vllm or ctranslate2.")
 
 
 def engine_sampler(policy: Any, engine: Engine, model_path: Path | str | None) -> EngineSampler | None:

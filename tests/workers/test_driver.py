@@ -48,6 +48,12 @@ def test_an_lm_run_loads_the_merged_model_of_a_full_warm_start(tiny_model, data_
     assert (policy.config.model, policy.config.adapter_path) == (str(folder), None)
 
 
+def test_an_lm_run_decodes_with_the_engine_its_config_names(tiny_model, data_dir):
+    policy = build_policy(RunConfig(policy="lm", model=tiny_model, lm_engine="ctranslate2"), models_dir())
+    assert (policy.config.sampler, policy.engine) == ("ctranslate2", "ctranslate2")
+    assert build_policy(RunConfig(policy="lm", model=tiny_model), models_dir()).engine == "transformers"
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_seeded_with_the_baseline_writes_improve_prompts_from_its_first_attempt():

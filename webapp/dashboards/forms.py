@@ -20,7 +20,7 @@ CONFIG_FIELDS = (
     "attempts", "actors", "batch", "sync", "duration_aware", "duration_weighting", "improve_from",
     "instrument", "instrumenter", "final_evaluation", "reward_preset", "failure_reward", "credit_per_stage",
     "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef", "advantage", "prompt_style",
-    "temperature", "max_new_tokens", "seed", "sample_ahead", "max_staleness",
+    "temperature", "max_new_tokens", "lm_engine", "seed", "sample_ahead", "max_staleness",
 )  # fmt: skip
 """The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
@@ -28,7 +28,7 @@ FIRST_FIELDS = ("competitions", "name", "is_public", "policy", "attempts", "acto
 """The settings a newcomer sets first; the page shows them above everything else."""
 LM_FIELDS = (
     "model", "warm_start_demos", "imitate_runs", "prompt_style", "temperature", "max_new_tokens", "kl_coef",
-    "instrumenter", "sample_ahead", "max_staleness",
+    "instrumenter", "sample_ahead", "max_staleness", "lm_engine",
 )  # fmt: skip
 """Settings that only a language model uses; the page shows them only when the policy is "lm"."""
 
@@ -160,6 +160,15 @@ class RunStartForm(forms.Form):
         max_value=32_768,
         help_text="LM: response cap.",
     )
+    lm_engine = forms.ChoiceField(
+        required=False, initial=DEFAULTS.lm_engine, label="Decoding engine (LM)",
+        choices=[
+            ("auto", "auto (vLLM on a GPU worker that has it, else transformers)"),
+            ("transformers", "transformers"),
+            ("ctranslate2", "CTranslate2 (CPU workers with the cpu-engines extra; int8 copy)"),
+            ("vllm", "vLLM (GPU workers with the gpu extra)"),
+        ],
+    )  # fmt: skip
     seed = forms.IntegerField(initial=DEFAULTS.seed, min_value=0)
     sample_ahead = forms.IntegerField(
         required=False, min_value=1, max_value=4096, label="Programs drawn per generation call",

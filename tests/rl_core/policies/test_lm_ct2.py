@@ -85,10 +85,7 @@ def test_the_copy_is_reconverted_once_per_version_and_after_a_load():
 def test_the_copy_samples_the_updated_weights_not_the_base():
     """After an update, the copy is converted again and scores tokens as the adapted model does (a float32
     copy: equal up to float rounding), no longer as the base model (adapters off) does."""
-    policy = make_policy()
-    policy._engine.sampler.settings = lm_samplers.CT2Settings(
-        **{**vars(policy._engine.sampler.settings), "compute_type": "float32"}
-    )
+    policy = make_policy(ct2_compute_type="float32")
     draw(policy, 1)  # converts the base (adapters start at zero)
     perturb_adapters(policy)
     policy.version += 1
@@ -114,12 +111,12 @@ def test_a_row_stops_when_its_response_is_done_and_the_others_go_on():
 
 
 def test_an_engine_that_cannot_run_here_is_an_error_naming_what_is_missing():
-    missing = "needs CTranslate2 (pip install -e '.[cpu-engines]') and a cpu device"
+    missing = "The ctranslate2 engine (LMPolicyConfig.sampler, a run's lm_engine) needs CTranslate2"
     with pytest.raises(ValueError, match=re.escape(missing)):
         choose_engine("ctranslate2", torch.device("cuda"), None)
-    with pytest.raises(ValueError, match="vLLM installed, a cuda device"):
+    with pytest.raises(ValueError, match=re.escape("vLLM installed (pip install '.[gpu]'), a cuda device")):
         choose_engine("vllm", torch.device("cpu"), None)
-    with pytest.raises(ValueError, match=r"'ct2' is not auto, transformers, vllm or ctranslate2"):
+    with pytest.raises(ValueError, match=r"The engine 'ct2' is not auto, transformers, vllm or ctranslate2"):
         choose_engine("ct2", torch.device("cpu"), None)
 
 

@@ -28,6 +28,10 @@ def test_the_reward_settings_become_rl_cores_reward_config():
         ({"temperature": 0.0}, "config: temperature must be positive"),
         ({"kl_coef": -0.1}, "config: kl_coef must be 0 or more"),
         ({"reward_mode": "vibes"}, "config: reward_mode must be 'score' or 'percentile', not 'vibes'."),
+        (
+            {"lm_engine": "llama.cpp"},
+            "config: lm_engine must be 'auto' or 'transformers' or 'ctranslate2' or 'vllm', not 'llama.cpp'.",
+        ),
         ({"advantage": "none"}, "config: advantage must be"),
         ({"failure_reward": float("nan")}, "config: failure_reward must be a finite number"),
         ({"warm_start_demos": 8}, "config: warm_start_demos needs policy 'lm'"),
