@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ class CT2Sampler:
 
         self.settings = settings
         self.root = Path(tempfile.mkdtemp(prefix="practicum-ct2-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.root, ignore_errors=True)  # at exit too
         self.generator: Any = None
         self.syncs = 0
 
@@ -105,4 +107,5 @@ class CT2Sampler:
         return [list(result.log_probs[len(p) - 1 :]) for result, p in zip(results, prompt_ids, strict=True)]
 
     def close(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        """Remove the converted copy now (otherwise when the sampler is collected, or at exit)."""
+        self._cleanup()

@@ -78,7 +78,10 @@ def test_the_copy_is_reconverted_once_per_version_and_after_a_load():
     draw(policy)
     policy.load_state_dict(policy.state_dict())
     draw(policy)
-    assert policy._engine is not None and policy._engine.sampler.syncs == 3
+    sampler = policy._engine.sampler
+    assert sampler.syncs == 3 and [folder.name for folder in sampler.root.iterdir()] == ["ct2-3"]
+    sampler.close()
+    assert not sampler.root.exists()
 
 
 @needs_ct2
