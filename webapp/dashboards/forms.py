@@ -172,7 +172,7 @@ class RunStartForm(forms.Form):
     seed = forms.IntegerField(initial=DEFAULTS.seed, min_value=0)
     sample_ahead = forms.IntegerField(
         required=False, min_value=1, max_value=4096, label="Programs drawn per generation call",
-        help_text="Blank: 8 for a language model (it decodes several times faster in batches), 1 for the "
+        help_text="Blank: 8 for a language model (it decodes faster in batches), 1 for the "
         "grammar policy. Drawn from the newest policy and handed to actors as they free up.",
     )  # fmt: skip
     max_staleness = forms.IntegerField(
