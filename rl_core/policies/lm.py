@@ -3,7 +3,8 @@
 A prompt becomes chat messages (`rl_core.prompts.build_messages`) rendered with the tokenizer's chat
 template; a response is the tokens the model samples after it, up to the end of the first closed Python
 block (a `StoppingCriteria`), an end-of-sequence token, or `LMPolicyConfig.max_new_tokens`. Sampling runs
-with transformers ``generate`` (batched, left-padded, KV cache), or with vLLM on a GPU when it is installed.
+with transformers ``generate`` (batched, left-padded, KV cache), with vLLM on a GPU when it is installed, or
+with CTranslate2 on a CPU when asked for (`LMPolicyConfig.sampler`).
 
 The policy distribution. π(token) = softmax(logits / temperature) of the adapted model: the log-probs a
 `Sample` records (`Sample.logprobs`, PPO's old log-probs), the log-probs `score` returns, the entropy and
@@ -28,9 +29,9 @@ The tensors come back on the CPU (gradients flow back to the model's device), to
 GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autocast: `LMPolicyConfig.autocast`.
 Other engines (`LMPolicyConfig.sampler`, `lm_samplers`): vLLM on a GPU and CTranslate2 on a CPU, imported
 lazily, sample copies of the policy brought to its version before each generation (`lm_vllm`: the adapter
-served as a new ``LoRARequest``, cut after the first closed Python block afterwards; `lm_ct2`: an int8 copy
-re-converted after each update, stopped per row by a callback). `lm_config`: the settings; `lm_stopping`:
-where a response ends.
+served as a new ``LoRARequest``, cut after the first closed Python block afterwards; `lm_ct2`: an int8 (by
+default) copy re-converted after each update, stopped per row by a callback). `lm_config`: the settings;
+`lm_stopping`: where a response ends.
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once; vLLM
 is untested here.
 """
