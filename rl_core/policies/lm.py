@@ -97,8 +97,8 @@ class LMPolicy:
         self.eos_ids = eos_ids(model, tokenizer)
         self.model = self._adapt(model)
         self.version = 0
-        self.engine = choose_engine(config.sampler, self.device, model_path)
-        self._engine = engine_sampler(self, self.engine, model_path)
+        engine = choose_engine(config.sampler, self.device, model_path)
+        self._engine = engine_sampler(self, engine, model_path)  # None: transformers samples self.model
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -144,6 +144,11 @@ class LMPolicy:
             bias="none",
             task_type="CAUSAL_LM",
         )
+
+    @property
+    def engine(self) -> str:
+        """Which engine samples: "transformers", "vllm" or "ctranslate2" (rl_core.policies.lm_samplers)."""
+        return self._engine.engine if self._engine is not None else "transformers"
 
     # Prompts and responses as token ids.
 

@@ -93,9 +93,7 @@ class EngineSampler:
 
     def generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
         """Sampled ids after each prompt (cut afterwards by `lm_stopping.trim_response`), from the weights of
-        the last `sync_if_moved` (called first when it was not)."""
-        if self.synced_version is None:
-            self.sync_if_moved()
+        the last `sync_if_moved` (the policy calls it first, timing the hand-over apart)."""
         if self.engine == "vllm":
             return list(self.sampler.generate(prompt_ids, seed))
         tokenizer = self.policy.tokenizer

@@ -344,7 +344,7 @@ class RecordingSampler:
 def test_the_policy_hands_the_vllm_sampler_its_adapter_once_per_version_and_after_a_load(tmp_path):
     policy = make_policy()
     sampler = RecordingSampler(tmp_path)
-    policy.engine, policy._engine = "vllm", EngineSampler(policy, "vllm", sampler)
+    policy._engine = EngineSampler(policy, "vllm", sampler)
     draw(policy, [SOLVE])
     draw(policy, [SOLVE])
     policy.version += 1
