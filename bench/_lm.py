@@ -70,6 +70,8 @@ class LMPath:
     """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets)."""
     ct2_compute_type: str = "int8"
     """LMPolicyConfig.ct2_compute_type, for engine "ctranslate2"."""
+    generation_batch: int | None = None
+    """LMPolicyConfig.generation_batch (rows decoding at once) when not the settings' own."""
 
 
 def _new_path() -> LMPath:
@@ -89,13 +91,18 @@ PATHS = {
         engine="transformers",
     ),
     "new": _new_path(),
+    "new-hf": replace(_new_path(), engine="transformers"),
+    "new-16": replace(_new_path(), sample_ahead=16, generation_batch=16),
     "ct2": replace(_new_path(), engine="ctranslate2"),
     "ct2-fp32": replace(_new_path(), engine="ctranslate2", ct2_compute_type="float32"),
 }  # fmt: skip
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
 old: the asynchronous loop drawing one program whenever an actor frees up, float32 scoring, PPO 2 epochs;
 new: what an LM run does (workers/driver.py): the background sampler drawing batches of 8 while sandboxes
-run, bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH;
+run, decoded by the engine "auto" picks (on this CPU the continuous decoder, rl_core.policies.lm_decoder),
+bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH;
+new-hf: new decoded by transformers ``generate`` (the new path before the continuous decoder);
+new-16: new drawing 16 programs per call, 16 rows decoding at once;
 ct2 / ct2-fp32: new with CTranslate2 decoding instead of transformers, from an int8 / float32 copy
 re-converted after each update."""
 
@@ -223,9 +230,10 @@ def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
 
 def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = None, seed: int = 0) -> Any:
     """The policy an arm on `path` runs: its scoring precision and decoding engine."""
+    rows = {"generation_batch": path.generation_batch} if path.generation_batch else {}
     return lm_policy(
         settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine,
-        ct2_compute_type=path.ct2_compute_type,
+        ct2_compute_type=path.ct2_compute_type, **rows,
     )  # fmt: skip
 
 
@@ -235,12 +243,13 @@ def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 
     from rl_core.policies.lm import LMPolicy
     from rl_core.policies.lm_config import LMPolicyConfig
 
-    config = LMPolicyConfig(
+    fields = dict(
         cache_dir=str(CACHE_DIR / "models"), seed=seed, temperature=settings.temperature,
-        max_new_tokens=settings.max_new_tokens, prompt_style=settings.prompt_style,  # type: ignore[arg-type]
+        max_new_tokens=settings.max_new_tokens, prompt_style=settings.prompt_style,
         adapter_path=str(adapter) if adapter else None, reference=False, device="cpu",
-        cpu_threads=settings.threads, generation_batch=settings.generation_batch, score_batch=4, **overrides,
+        cpu_threads=settings.threads, generation_batch=settings.generation_batch, score_batch=4,
     )  # fmt: skip
+    config = LMPolicyConfig(**(fields | overrides))  # type: ignore[arg-type]
     return LMPolicy(config)
 
 

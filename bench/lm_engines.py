@@ -1,11 +1,14 @@
-"""Which CPU sampler draws SmolLM2-135M programs fastest: transformers in float32 and bfloat16 against
-CTranslate2 with int8 weights, on the same prompts, at several batch sizes (issue 13, item 2).
+"""Which CPU sampler draws SmolLM2-135M programs fastest: transformers in float32 and bfloat16, the
+continuous decoder and CTranslate2 with int8 weights, on the same prompts, at several batch sizes (issue 13,
+item 2).
 
 What runs: the embedded SmolLM2-135M-Instruct (no adapters: every engine samples the same base weights), the
 compact solve prompt of a bundled-shaped competition, temperature 0.7, at most `--new-tokens` new tokens,
 each engine through rl_core's LMPolicy.sample (the loop's sampler; LMPolicyConfig.sampler and dtype), with
 `generation_batch` = the batch size:
 - `transformers-fp32` and `transformers-bf16`: transformers ``generate`` on the model in that dtype;
+- `continuous-fp32`: rl_core.policies.lm_decoder on the float32 weights (merged at each policy update: its
+  `sync_s`), rows leaving and entering the batch as they end;
 - `ctranslate2-int8` and `ctranslate2-fp32`: CTranslate2 on an int8 or float32 copy of the model
   (rl_core.policies.lm_ct2; LMPolicyConfig.ct2_compute_type). Its `sync_s` is what each policy update
   costs it: merging the LoRA adapters into a copy, saving and converting it (the warm-up call does it
@@ -17,7 +20,7 @@ whole call with its old-log-prob forward. Responses end at an end token, a close
 each engine's tokens/s is its own tokens over its own seconds. Not measured: quality, and the loop's
 overlap of sampling with execution (bench/lm_throughput.py --paths new,ct2 measures the loop).
 
-Run: python bench/lm_engines.py [--quick] [--json PATH] [--batches 1,8,32] [--new-tokens N]
+Run: python bench/lm_engines.py [--quick] [--json PATH] [--batches 1,8,32] [--new-tokens N] [--engines A,B]
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ TEMPERATURE = 0.7
 
 ENGINES = {
     "transformers-fp32": {"sampler": "transformers", "dtype": "float32"},
+    "continuous-fp32": {"sampler": "continuous", "dtype": "float32"},
     "transformers-bf16": {"sampler": "transformers", "dtype": "bfloat16"},
     "ctranslate2-int8": {"sampler": "ctranslate2", "dtype": "float32", "ct2_compute_type": "int8"},
     "ctranslate2-fp32": {"sampler": "ctranslate2", "dtype": "float32", "ct2_compute_type": "float32"},
@@ -108,6 +112,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,8,32)")
     parser.add_argument("--new-tokens", type=int, default=None, help="new tokens per response (default 192)")
+    parser.add_argument(
+        "--engines", default=None, help=f"comma-separated engines (default all: {','.join(ENGINES)})"
+    )
     return parser.parse_args()
 
 
@@ -116,8 +123,11 @@ def main() -> None:
     batches = [int(b) for b in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
     new_tokens = args.new_tokens or (96 if args.quick else 192)
     has_ct2 = importlib.util.find_spec("ctranslate2") is not None
-    engines = [engine for engine in ENGINES if has_ct2 or not engine.startswith("ctranslate2")]
-    if len(engines) < len(ENGINES):
+    chosen = args.engines.split(",") if args.engines else list(ENGINES)
+    if unknown := [engine for engine in chosen if engine not in ENGINES]:
+        raise SystemExit(f"--engines takes some of {', '.join(ENGINES)} (got {', '.join(unknown)})")
+    engines = [engine for engine in chosen if has_ct2 or not engine.startswith("ctranslate2")]
+    if len(engines) < len(chosen):
         print("ctranslate2 is not installed (pip install -e '.[cpu-engines]'): measuring transformers only.")
     rows: list[dict[str, Any]] = []
     for batch in batches:

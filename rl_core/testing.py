@@ -4,6 +4,7 @@
 template) or, given a corpus, a small BPE trained on it (shorter sequences: faster tests). `tiny_llama`
 is a 2-layer Llama of width `hidden`; `save_tiny_llama` writes both as a Hugging Face model folder, which
 LMPolicyConfig.model, `manage.py train --model` and `manage.py warmstart --model` accept as a path.
+`TINY_TASK` is a regression task's description for prompts (no files behind it).
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from rl_core.policy import TaskInfo
+
+TINY_TASK = TaskInfo(
+    slug="tiny", description="Predict y.", metric="rmse", higher_is_better=False, id_column="id",
+    target_columns=("y",), time_limit_s=60.0, files=("train.csv", "test.csv"), data_preview="id,x,y\n1,2,3",
+)  # fmt: skip
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

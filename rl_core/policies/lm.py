@@ -3,8 +3,9 @@
 A prompt becomes chat messages (`rl_core.prompts.build_messages`) rendered with the tokenizer's chat
 template; a response is the tokens the model samples after it, up to the end of the first closed Python
 block (a `StoppingCriteria`), an end-of-sequence token, or `LMPolicyConfig.max_new_tokens`. Sampling runs
-with transformers ``generate`` (batched, left-padded, KV cache), with vLLM on a GPU when it is installed, or
-with CTranslate2 on a CPU when asked for (`LMPolicyConfig.sampler`).
+with the continuous-batching decoder of `lm_decoder` on a CPU (Llama-family models), with vLLM on a GPU
+when it is installed, with transformers ``generate`` (batched, left-padded, KV cache) otherwise, or with
+CTranslate2 on a CPU when asked for (`LMPolicyConfig.sampler`).
 
 The policy distribution. π(token) = softmax(logits / temperature) of the adapted model: the log-probs a
 `Sample` records (`Sample.logprobs`, PPO's old log-probs), the log-probs `score` returns, the entropy and
@@ -27,10 +28,12 @@ logits (``logits_to_keep``), so memory is O(B · T · vocabulary) per call; keep
 The tensors come back on the CPU (gradients flow back to the model's device), to mix with the learner's.
 
 GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autocast: `LMPolicyConfig.autocast`.
-Other engines (`LMPolicyConfig.sampler`, `lm_samplers`): vLLM on a GPU and CTranslate2 on a CPU, imported
-lazily, sample copies of the policy brought to its version before each generation (`lm_vllm`: the adapter
-served as a new ``LoRARequest``, cut after the first closed Python block afterwards; `lm_ct2`: an int8 (by
-default) copy re-converted after each update, stopped per row by a callback). `lm_config`: the settings;
+Other engines (`LMPolicyConfig.sampler`, `lm_samplers`) sample copies of the policy brought to its version
+before each generation: `lm_decoder` (the adapters merged into float32 weights once per version; rows
+leave and enter the batch as they end), vLLM on a GPU and CTranslate2 on a CPU, imported lazily
+(`lm_vllm`: the adapter served as a new ``LoRARequest``, cut after the first closed Python block
+afterwards; `lm_ct2`: an int8 (by default) copy re-converted after each update, stopped per row by a
+callback). `lm_config`: the settings;
 `lm_stopping`: where a response ends.
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once; vLLM
 is untested here.
@@ -97,7 +100,7 @@ class LMPolicy:
         self.eos_ids = eos_ids(model, tokenizer)
         self.model = self._adapt(model)
         self.version = 0
-        engine = choose_engine(config.sampler, self.device, model_path)
+        engine = choose_engine(config.sampler, self.device, model_path, model)
         self._engine = engine_sampler(self, engine, model_path)  # None: transformers samples self.model
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
@@ -147,7 +150,7 @@ class LMPolicy:
 
     @property
     def engine(self) -> str:
-        """Which engine samples: "transformers", "vllm" or "ctranslate2" (rl_core.policies.lm_samplers)."""
+        """Which engine samples: "transformers", "continuous", "vllm" or "ctranslate2" (lm_samplers)."""
         return self._engine.engine if self._engine is not None else "transformers"
 
     # Prompts and responses as token ids.
@@ -180,7 +183,8 @@ class LMPolicy:
         tokens / generation seconds).
         """
         samples: list[Sample] = []
-        for chunk in _chunks(len(prompts), self.config.generation_batch):
+        refills = self.engine == "continuous"  # it takes every prompt, `generation_batch` rows at a time
+        for chunk in _chunks(len(prompts), max(len(prompts), 1) if refills else self.config.generation_batch):
             seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
             samples += self._sample_batch([prompts[i] for i in chunk], seed=seed)
         return samples

@@ -64,15 +64,17 @@ class LMPolicyConfig:
     of 222 prompt + 600 response tokens, 3 runs each (the script is in issue 13's report): off 35.8, 53.5,
     52.0 s per sample, peak RSS 2774-2814 MiB; bfloat16 26.6, 19.0, 31.0 s, 1922-1949 MiB. The no-gradient
     pass recording old log-probs: 8.0-9.3 s against 4.7-5.9 s per sample."""
-    sampler: Literal["auto", "transformers", "vllm", "ctranslate2"] = "auto"
+    sampler: Literal["auto", "transformers", "continuous", "vllm", "ctranslate2"] = "auto"
     """Which engine draws the responses (rl_core.policies.lm_samplers): "auto" uses vLLM when it is
-    installed, the device is cuda and the model has a folder, and on a CPU `lm_samplers.CPU_AUTO_ENGINE`;
+    installed, the device is cuda and the model has a folder, and on a CPU `lm_samplers.CPU_AUTO_ENGINE`
+    (the continuous-batching decoder of `lm_decoder` for the models it supports, transformers otherwise);
     "ctranslate2" (CPU, the `cpu-engines` extra) samples an int8 copy re-converted after each update."""
     ct2_compute_type: Literal["int8", "float32", "bfloat16", "int8_float32", "int8_bfloat16"] = "int8"
     """The weights CTranslate2 samples with (sampler "ctranslate2"): int8 is the fastest measured here, and a
     quantisation step away from π (bench/lm_engines.py measures the gap); float32 samples π itself."""
     generation_batch: int = 8
-    """The most prompts per ``generate`` call."""
+    """The most prompts per ``generate`` call; for the continuous decoder, the most rows decoding at once
+    (it takes all of a `sample` call's prompts and starts the next as a row ends)."""
     score_batch: int = 8
     """The most samples per no-gradient forward when recording old log-probs."""
     checkpoint_activations: bool = True

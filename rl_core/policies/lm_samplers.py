@@ -1,9 +1,10 @@
 """Which engine samples an LMPolicy's responses (`LMPolicyConfig.sampler`), and keeping an engine other than
 transformers at the policy's version.
 
-transformers samples the policy's own model, so it is never out of date. vLLM (GPU, `lm_vllm`) and
-CTranslate2 (CPU, `lm_ct2`) sample copies: before each generation, `EngineSampler` hands the engine the
-policy's weights whenever the policy's version moved since the last hand-over (vLLM: the adapter folder;
+transformers samples the policy's own model, so it is never out of date. The continuous decoder
+(`lm_decoder`, any device, Llama-family models), vLLM (GPU, `lm_vllm`) and CTranslate2 (CPU, `lm_ct2`)
+sample copies: before each generation, `EngineSampler` hands the engine the policy's weights whenever the
+policy's version moved since the last hand-over (the decoder: merged weights; vLLM: the adapter folder;
 CTranslate2: a merged, converted model).
 """
 
@@ -17,30 +18,40 @@ from typing import Any, Literal
 import torch
 
 from rl_core.policies.lm_ct2 import CT2Sampler, CT2Settings
+from rl_core.policies.lm_decoder import ContinuousDecoder, DecoderSettings, supports
 from rl_core.policies.lm_stopping import response_closed
 from rl_core.policies.lm_vllm import VLLMSampler, VLLMSettings
 
-Engine = Literal["transformers", "vllm", "ctranslate2"]
+Engine = Literal["transformers", "continuous", "vllm", "ctranslate2"]
 
-CPU_AUTO_ENGINE: Engine = "transformers"
-"""What "auto" samples with on a CPU (CTranslate2 needs its extra installed)."""
+CPU_AUTO_ENGINE: Engine = "continuous"
+"""What "auto" samples with on a CPU when the model is one `lm_decoder` supports (transformers otherwise):
+the fastest engine bench/lm_engines.py measured on this project's CPU (docs/benchmarks.md, "CPU samplers")."""
 
 
 def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def choose_engine(requested: str, device: torch.device, model_path: Path | str | None) -> Engine:
-    """The engine for `LMPolicyConfig.sampler` = `requested` on `device`; an explicit request that cannot be
-    met is an error naming what is missing, "auto" falls back to transformers."""
+def choose_engine(requested: str, device: torch.device, model_path: Path | str | None, model: Any) -> Engine:
+    """The engine for `LMPolicyConfig.sampler` = `requested` for `model` on `device`; an explicit request
+    that cannot be met is an error naming what is missing, "auto" falls back to transformers."""
     vllm_ready = device.type == "cuda" and installed("vllm") and model_path is not None
-    ct2_ready = device.type == "cpu" and installed("ctranslate2")
+    ready = {"transformers": True, "vllm": vllm_ready, "continuous": supports(model) is None,
+             "ctranslate2": device.type == "cpu" and installed("ctranslate2")}  # fmt: skip
     if requested == "auto":
         if vllm_ready:
             return "vllm"
-        return "ctranslate2" if CPU_AUTO_ENGINE == "ctranslate2" and ct2_ready else "transformers"
+        return CPU_AUTO_ENGINE if device.type == "cpu" and ready[CPU_AUTO_ENGINE] else "transformers"
     if requested == "transformers":
         return "transformers"
+    if requested == "continuous":
+        if not ready["continuous"]:
+            raise ValueError(
+                "The continuous engine (LMPolicyConfig.sampler, a run's lm_engine) cannot sample this model: "
+                f"{supports(model)}."
+            )
+        return "continuous"
     if requested == "vllm":
         if not vllm_ready:
             raise ValueError(
@@ -49,13 +60,13 @@ def choose_engine(requested: str, device: torch.device, model_path: Path | str |
             )
         return "vllm"
     if requested == "ctranslate2":
-        if not ct2_ready:
+        if not ready["ctranslate2"]:
             raise ValueError(
                 "The ctranslate2 engine (LMPolicyConfig.sampler, a run's lm_engine) needs CTranslate2 "
                 "(pip install '.[cpu-engines]') and a cpu device."
             )
         return "ctranslate2"
-    raise ValueError(f"The engine {requested!r} is not auto, transformers, vllm or ctranslate2.")
+    raise ValueError(f"The engine {requested!r} is not auto, transformers, continuous, vllm or ctranslate2.")
 
 
 def engine_sampler(policy: Any, engine: Engine, model_path: Path | str | None) -> EngineSampler | None:
@@ -63,6 +74,13 @@ def engine_sampler(policy: Any, engine: Engine, model_path: Path | str | None) -
     config = policy.config
     if engine == "transformers":
         return None
+    if engine == "continuous":
+        settings_decoder = DecoderSettings(
+            temperature=config.temperature, top_p=config.top_p, max_new_tokens=config.max_new_tokens,
+            stop_token_ids=tuple(policy.eos_ids), slots=config.generation_batch,
+            max_positions=config.max_prompt_tokens + config.max_new_tokens,
+        )  # fmt: skip
+        return EngineSampler(policy, engine, ContinuousDecoder(settings_decoder))
     if engine == "vllm":
         assert model_path is not None  # choose_engine picks vLLM only with a model folder
         settings = VLLMSettings(
@@ -84,7 +102,8 @@ class EngineSampler:
 
     Args:
         policy: the LMPolicy (its version, model, tokenizer and save_adapter are used).
-        engine: "vllm" (`sampler` has VLLMSampler's interface) or "ctranslate2" (CT2Sampler's).
+        engine: "continuous" (`sampler` has ContinuousDecoder's interface), "vllm" (VLLMSampler's) or
+            "ctranslate2" (CT2Sampler's).
     """
 
     def __init__(self, policy: Any, engine: Engine, sampler: Any) -> None:
@@ -101,6 +120,8 @@ class EngineSampler:
         def done(ids: list[int]) -> bool:
             return response_closed(tokenizer, ids)
 
+        if self.engine == "continuous":
+            return list(self.sampler.generate(prompt_ids, seed, done=done))
         return list(self.sampler.generate(prompt_ids, seed, tokenizer, done=done))
 
     def sync_if_moved(self) -> float:
@@ -112,6 +133,8 @@ class EngineSampler:
         started = time.perf_counter()
         if self.engine == "vllm":
             self.sampler.use_adapter(policy.save_adapter(self.sampler.next_adapter_dir()))
+        elif self.engine == "continuous":
+            self.sampler.sync(policy.model)
         else:
             self.sampler.sync(policy.model, policy.tokenizer)
         self.synced_version = policy.version

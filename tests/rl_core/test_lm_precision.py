@@ -19,17 +19,14 @@ from rl_core.policies import lm_precision
 from rl_core.policies.lm import LMPolicy
 from rl_core.policies.lm_config import LMPolicyConfig
 from rl_core.policies.lm_precision import autocast_dtype
-from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
-from rl_core.testing import tiny_llama, tiny_tokenizer
+from rl_core.policy import PreviousSolution, Prompt, Sample
+from rl_core.testing import TINY_TASK, tiny_llama, tiny_tokenizer
 
 LOSS_RTOL = 1e-2
 GRADIENT_RELATIVE_ERROR = 5e-2
 
 TOKENIZER = tiny_tokenizer()
-TASK = TaskInfo(
-    slug="tiny", description="Predict y.", metric="rmse", higher_is_better=False, id_column="id",
-    target_columns=("y",), time_limit_s=60.0, files=("train.csv", "test.csv"), data_preview="id,x,y\n1,2,3",
-)  # fmt: skip
+TASK = TINY_TASK
 SOLVE = Prompt(task=TASK, kind="solve")
 IMPROVE = Prompt(task=TASK, kind="improve", previous=PreviousSolution("print(1)\n", "ok", 0.5))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
+from typing import Literal
 
 import pytest
 import torch
@@ -56,9 +57,9 @@ class Launches:
         pass
 
 
-def tiny_lm() -> LMPolicy:
+def tiny_lm(engine: Literal["transformers", "continuous"] = "transformers") -> LMPolicy:
     tokenizer = tiny_tokenizer()
-    config = LMPolicyConfig(max_new_tokens=8, lora_r=4, lora_alpha=8, device="cpu", sampler="transformers",
+    config = LMPolicyConfig(max_new_tokens=8, lora_r=4, lora_alpha=8, device="cpu", sampler=engine,
                             autocast="off", reference=False)  # fmt: skip
     return LMPolicy(config, model=tiny_llama(tokenizer, seed=0, hidden=32), tokenizer=tokenizer)
 
@@ -84,6 +85,23 @@ def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_a
     assert len(sizes) < 20 / 2, "far fewer generate calls than attempts: actors did not each draw alone"
     assert all(s.info["generation_batch"] in sizes for _, s in launches.launched)
     assert threads == {"practicum-sampler" if sampler == "background" else "MainThread"}
+
+
+def test_the_background_sampler_decodes_with_the_continuous_decoder_at_the_newest_version():
+    policy = tiny_lm("continuous")
+    launches = Launches(policy)
+    config = LoopConfig(
+        attempts=12, actors=2, batch=4, sample_ahead=6, improve_prob=0.0, sampler="background"
+    )
+    learner = Learner(policy, LearnerConfig(lr=1e-3, ppo_epochs=1))
+    run_loop(policy=policy, learner=learner, executor=AnyProgramExecutor(capacity=2), tasks=[TASK],
+             config=config, observer=launches)  # fmt: skip
+    assert len(launches.launched) == 12 and policy.version == 3
+    assert {s.info["sampler"] for _, s in launches.launched} == {"continuous"}
+    assert {s.policy_version for _, s in launches.launched} > {0}, (
+        "draws after updates are tagged with their newer version"
+    )
+    assert all(version - s.policy_version <= config.max_staleness for version, s in launches.launched)
 
 
 def test_without_sampling_ahead_each_freed_actor_draws_alone():

@@ -51,7 +51,11 @@ def test_an_lm_run_loads_the_merged_model_of_a_full_warm_start(tiny_model, data_
 def test_an_lm_run_decodes_with_the_engine_its_config_names(tiny_model, data_dir):
     policy = build_policy(RunConfig(policy="lm", model=tiny_model, lm_engine="ctranslate2"), models_dir())
     assert (policy.config.sampler, policy.engine) == ("ctranslate2", "ctranslate2")
-    assert build_policy(RunConfig(policy="lm", model=tiny_model), models_dir()).engine == "transformers"
+    assert build_policy(RunConfig(policy="lm", model=tiny_model), models_dir()).engine == "continuous"
+    transformers = build_policy(
+        RunConfig(policy="lm", model=tiny_model, lm_engine="transformers"), models_dir()
+    )
+    assert transformers.engine == "transformers"
 
 
 @pytest.mark.slow

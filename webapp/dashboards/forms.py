@@ -163,8 +163,9 @@ class RunStartForm(forms.Form):
     lm_engine = forms.ChoiceField(
         required=False, initial=DEFAULTS.lm_engine, label="Decoding engine (LM)",
         choices=[
-            ("auto", "auto (vLLM on a GPU worker that has it, else transformers)"),
+            ("auto", "auto (vLLM on a GPU worker that has it, else the continuous decoder where it applies)"),
             ("transformers", "transformers"),
+            ("continuous", "continuous batching (Llama-family models; merged weights, preallocated cache)"),
             ("ctranslate2", "CTranslate2 (CPU workers with the cpu-engines extra; int8 copy)"),
             ("vllm", "vLLM (GPU workers with the gpu extra)"),
         ],

@@ -107,9 +107,11 @@ class RunConfig:
     """LM policy only: sampling temperature τ of π = softmax(logits / τ)."""
     max_new_tokens: int = 1024
     """LM policy only: the most tokens in a response (the paper's cap)."""
-    lm_engine: Literal["auto", "transformers", "ctranslate2", "vllm"] = "auto"
+    lm_engine: Literal["auto", "transformers", "continuous", "ctranslate2", "vllm"] = "auto"
     """LM policy only: which engine decodes (rl_core.policies.lm_samplers): "auto" is vLLM on a GPU worker
-    that has it and transformers otherwise; "ctranslate2" (a CPU worker with the `cpu-engines` extra)
+    that has it, the continuous-batching decoder (rl_core.policies.lm_decoder) on a CPU worker for the
+    Llama-family models it supports, and transformers otherwise; "ctranslate2" (a CPU worker with the
+    `cpu-engines` extra)
     samples an int8 copy of the policy, re-converted after each update (bench/lm_engines.py,
     bench/lm_throughput.py --paths new,ct2 measure it)."""
     final_evaluation: bool = False
@@ -179,7 +181,7 @@ class RunConfig:
             "objective": ("ppo", "reinforce"),
             "advantage": ("running_mean", "group_mean", "batch_normalized"),
             "prompt_style": ("full", "compact"),
-            "lm_engine": ("auto", "transformers", "ctranslate2", "vllm"),
+            "lm_engine": ("auto", "transformers", "continuous", "ctranslate2", "vllm"),
             "instrumenter": ("ast", "lm"),
             "duration_weighting": ("lineage", "paper"),
             "improve_from": ("pool", "slots"),

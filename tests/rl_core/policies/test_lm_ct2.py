@@ -14,17 +14,15 @@ from rl_core.policies import lm_samplers
 from rl_core.policies.lm import LMPolicy
 from rl_core.policies.lm_config import LMPolicyConfig
 from rl_core.policies.lm_samplers import choose_engine
-from rl_core.policy import Prompt, TaskInfo
-from rl_core.testing import tiny_llama, tiny_tokenizer
+from rl_core.policy import Prompt
+from rl_core.testing import TINY_TASK, tiny_llama, tiny_tokenizer
 
 needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None, reason="needs ctranslate2")
 
-TASK = TaskInfo(
-    slug="tiny", description="Predict y.", metric="rmse", higher_is_better=False, id_column="id",
-    target_columns=("y",), time_limit_s=60.0, files=("train.csv", "test.csv"), data_preview="id,x,y\n1,2,3",
-)  # fmt: skip
+TASK = TINY_TASK
 SOLVE = Prompt(task=TASK, kind="solve")
 TOKENIZER = tiny_tokenizer()
+LLAMA = tiny_llama(TOKENIZER)
 
 
 def make_policy(**overrides) -> LMPolicy:
@@ -116,16 +114,17 @@ def test_a_row_stops_when_its_response_is_done_and_the_others_go_on():
 def test_an_engine_that_cannot_run_here_is_an_error_naming_what_is_missing():
     missing = "The ctranslate2 engine (LMPolicyConfig.sampler, a run's lm_engine) needs CTranslate2"
     with pytest.raises(ValueError, match=re.escape(missing)):
-        choose_engine("ctranslate2", torch.device("cuda"), None)
+        choose_engine("ctranslate2", torch.device("cuda"), None, LLAMA)
     with pytest.raises(ValueError, match=re.escape("vLLM installed (pip install '.[gpu]'), a cuda device")):
-        choose_engine("vllm", torch.device("cpu"), None)
-    with pytest.raises(ValueError, match=r"The engine 'ct2' is not auto, transformers, vllm or ctranslate2"):
-        choose_engine("ct2", torch.device("cpu"), None)
+        choose_engine("vllm", torch.device("cpu"), None, LLAMA)
+    unknown = "The engine 'ct2' is not auto, transformers, continuous, vllm or ctranslate2"
+    with pytest.raises(ValueError, match=re.escape(unknown)):
+        choose_engine("ct2", torch.device("cpu"), None, LLAMA)
 
 
 def test_auto_on_a_cpu_takes_the_configured_engine_when_it_is_installed(monkeypatch):
     monkeypatch.setattr(lm_samplers, "installed", lambda module: module == "ctranslate2")
     monkeypatch.setattr(lm_samplers, "CPU_AUTO_ENGINE", "ctranslate2")
-    assert choose_engine("auto", torch.device("cpu"), None) == "ctranslate2"
+    assert choose_engine("auto", torch.device("cpu"), None, LLAMA) == "ctranslate2"
     monkeypatch.setattr(lm_samplers, "installed", lambda module: False)
-    assert choose_engine("auto", torch.device("cpu"), None) == "transformers"
+    assert choose_engine("auto", torch.device("cpu"), None, LLAMA) == "transformers"
