@@ -183,7 +183,7 @@ class LMPolicy:
         tokens / generation seconds).
         """
         samples: list[Sample] = []
-        refills = self.engine == "continuous"  # it takes every prompt, `generation_batch` rows at a time
+        refills = self._engine is not None and self._engine.refills  # batches the prompts itself
         for chunk in _chunks(len(prompts), max(len(prompts), 1) if refills else self.config.generation_batch):
             seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
             samples += self._sample_batch([prompts[i] for i in chunk], seed=seed)

@@ -109,6 +109,9 @@ class EngineSampler:
     def __init__(self, policy: Any, engine: Engine, sampler: Any) -> None:
         self.policy, self.engine, self.sampler = policy, engine, sampler
         self.synced_version: int | None = None
+        self.refills = engine == "continuous"
+        """Whether one `generate` call takes any number of prompts, decoding `generation_batch` rows at once
+        and starting the next prompt as a row ends (LMPolicy.sample then passes a draw whole)."""
 
     def generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
         """Sampled ids after each prompt (cut afterwards by `lm_stopping.trim_response`), from the weights of
