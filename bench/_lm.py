@@ -99,8 +99,9 @@ PATHS = {
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
 old: the asynchronous loop drawing one program whenever an actor frees up, float32 scoring, PPO 2 epochs;
 new: what an LM run does (workers/driver.py): the background sampler drawing batches of 8 while sandboxes
-run, decoded by the engine "auto" picks (on this CPU the continuous decoder, rl_core.policies.lm_decoder),
-bf16 scoring where the CPU has it, PPO as rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH;
+run, decoded by the engine "auto" picks (on this CPU the continuous decoder, rl_core.policies.lm_decoder,
+which decodes while the learner updates), bf16 scoring where the CPU has it, PPO as rl_core.learner's
+LM_PPO_EPOCHS and LM_MICRO_BATCH;
 new-hf: new decoded by transformers ``generate`` (the new path before the continuous decoder);
 new-16: new drawing 16 programs per call, 16 rows decoding at once;
 ct2 / ct2-fp32: new with CTranslate2 decoding instead of transformers, from an int8 / float32 copy

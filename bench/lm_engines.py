@@ -16,9 +16,10 @@ each engine through rl_core's LMPolicy.sample (the loop's sampler; LMPolicyConfi
   `logprob_gap_mean` / `logprob_gap_abs`: log μ - log π per sampled token at temperature 1, μ the copy (the
   mean, and the mean of its absolute value): how far what it samples is from the policy PPO assumes.
 Generation seconds and tokens/s come from the samples' info (the generation call alone); `sample_s` is the
-whole call with its old-log-prob forward. Responses end at an end token, a closed code block or the cap, so
-each engine's tokens/s is its own tokens over its own seconds. Not measured: quality, and the loop's
-overlap of sampling with execution (bench/lm_throughput.py --paths new,ct2 measures the loop).
+whole call, with the old-log-prob forward of the engines whose samples the policy re-scores (all but the
+continuous decoder, which gives π's log-probs as it samples). Responses end at an end token, a closed code
+block or the cap, so each engine's tokens/s is its own tokens over its own seconds. Not measured: quality,
+and the loop's overlap of sampling with execution (bench/lm_throughput.py --paths new,ct2 measures the loop).
 
 Run: python bench/lm_engines.py [--quick] [--json PATH] [--batches 1,8,32] [--new-tokens N] [--engines A,B]
 """
@@ -136,8 +137,9 @@ def main() -> None:
     best = max(rows, key=lambda r: r["tokens_per_s"])
     title = (
         f"SmolLM2-135M sampling on this CPU ({torch.get_num_threads()} threads), {new_tokens} new tokens at "
-        f"most, τ = {TEMPERATURE}: tokens/s of the generation call; sample_s with transformers' old-log-prob "
-        "forward; sync_s per policy update (CTranslate2 reconverts); log-prob gap of the int8 copy at τ = 1"
+        f"most, τ = {TEMPERATURE}: tokens/s of the generation call; sample_s with the old-log-prob forward "
+        "where the policy re-scores; sync_s per policy update (CTranslate2 reconverts); log-prob gap of the "
+        "int8 copy at τ = 1"
     )
     columns = ["engine", "batch", "tokens", "generation_s", "tokens_per_s", "sample_s", "sync_s"]
     print_table(rows, [*columns, "logprob_gap_mean", "logprob_gap_abs"], title=title)

@@ -93,7 +93,8 @@ class _Run:
         self.generator = torch.Generator().manual_seed(config.seed)
         self.clock0 = executor.now()
         # The background sampler's thread builds prompts under `lock` (the loop's thread changes pools
-        # under it) and samples under `policy_lock` (the learner updates under it).
+        # under it); the policy holds `policy_lock` (the learner updates under it) while it reads its
+        # weights, so a policy that samples its own copy lets an update run while it samples.
         self.lock, self.policy_lock = threading.RLock(), threading.Lock()
         self.engine: sampling.BackgroundSampler | None = None
 
@@ -118,8 +119,11 @@ class _Run:
         if config.sampler != "background" or config.sample_ahead <= 1 or config.improve_from == "slots":
             return None
         budget = config.attempts - self.state.submitted
+        # One batch ahead: the next draw starts once fewer than a batch (or K) are queued or being drawn, so a
+        # sampler slower than the actors never idles while they use up the batch it drew last.
+        low = max(config.actors, config.sample_ahead)
         engine = sampling.BackgroundSampler(
-            lambda n: self.draw([None] * n), batch=config.sample_ahead, low=config.actors, budget=budget
+            lambda n: self.draw([None] * n), batch=config.sample_ahead, low=low, budget=budget
         )
         engine.start()
         return engine
@@ -184,10 +188,9 @@ class _Run:
             tasks = [self.tasks[(self.state.drawn + i) % len(self.tasks)] for i in range(len(slots))]
             prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
             self.state.drawn += len(prompts)
-        with self.policy_lock:
-            started = time.perf_counter()
-            samples = self.policy.sample(prompts, generator=self.generator)
-            elapsed_s = time.perf_counter() - started
+        started = time.perf_counter()
+        samples = self.policy.sample(prompts, generator=self.generator, weights_lock=self.policy_lock)
+        elapsed_s = time.perf_counter() - started
         for sample in samples:
             sample.info.update(generation_batch=len(samples), generation_s=elapsed_s)
         return samples

@@ -46,7 +46,8 @@ class LoopConfig:
     sampler: Literal["inline", "background"] = "inline"
     """Who draws the `sample_ahead` batches (asynchronous shared-pool mode): "inline", the loop's thread when
     an actor frees up and the queue is empty (deterministic; the queue is checkpointed); "background", a
-    thread that refills the queue whenever fewer than K samples wait, while the loop waits on executors
+    thread that draws the next batch whenever fewer than max(K, `sample_ahead`) samples wait or are being
+    drawn (one batch ahead), while the loop waits on executors
     (rl_core.sampling.BackgroundSampler; prompts then see the pool as it is when drawn, so runs are not
     reproducible, and a checkpoint drops the queue)."""
 

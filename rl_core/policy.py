@@ -9,6 +9,7 @@ GrammarPolicy, a single choice for a TablePolicy. Shapes use B (batch) and T (to
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -137,8 +138,15 @@ class Policy(Protocol):
 
     version: int  # bumped by the learner after every update
 
-    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
-        """One sample per prompt, tagged with `self.version`."""
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        generator: torch.Generator,
+        weights_lock: AbstractContextManager[Any] | None = None,
+    ) -> list[Sample]:
+        """One sample per prompt, tagged with the version that drew it. `weights_lock`, when given, is held
+        while the policy reads its parameters (the learner updates them under it)."""
         ...
 
     def score(self, samples: Sequence[Sample]) -> Scored:

@@ -27,6 +27,7 @@ dashboards: ``family``, ``choices`` and ``mutated`` (the re-drawn heads, empty f
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import torch
@@ -174,10 +175,17 @@ class GrammarPolicy(nn.Module):
         )
 
     @torch.no_grad()
-    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        generator: torch.Generator,
+        weights_lock: AbstractContextManager[Any] | None = None,
+    ) -> list[Sample]:
         """One sample per prompt, drawn with `generator` (deterministic for a seeded one), tagged with
-        `self.version`."""
-        return [self.sample_one(prompt, generator) for prompt in prompts]
+        `self.version`; `weights_lock` is held throughout."""
+        with weights_lock or nullcontext():
+            return [self.sample_one(prompt, generator) for prompt in prompts]
 
     # -- scoring -------------------------------------------------------------------------------------------
 

@@ -9,11 +9,14 @@ CTranslate2 on a CPU when asked for (`LMPolicyConfig.sampler`).
 
 The policy distribution. π(token) = softmax(logits / temperature) of the adapted model: the log-probs a
 `Sample` records (`Sample.logprobs`, PPO's old log-probs), the log-probs `score` returns, the entropy and
-the reference log-probs are all under this one distribution. The old log-probs are not taken from the
-sampler: right after sampling, the policy re-scores the sampled tokens with the same no-gradient forward
-pass `score` uses, so at unchanged parameters the PPO ratio is 1 up to float rounding, whichever sampler
-ran. `top_p` < 1 (off by default) makes the sampler draw from the nucleus of π rather than π itself; the
-recorded log-probs stay those of π (as TRL and OpenRLHF do), so that case is slightly off-policy.
+the reference log-probs are all under this one distribution. The old log-probs come from the continuous
+decoder itself when it sampled (it computes π's log-probs from the float32 logits it draws from, of the
+version it drew with, so no second forward pass is needed); after every other engine, the policy re-scores
+the sampled tokens with the no-gradient forward pass `score` uses (those engines' own log-probs are of a
+converted or quantized copy). Either way, at unchanged parameters the PPO ratio is 1 up to float rounding
+(the learner's bf16 autocast rounding, where it is on). `top_p` < 1 (off by default) makes the sampler
+draw from the nucleus of π rather than π itself; the recorded log-probs stay those of π (as TRL and
+OpenRLHF do), so that case is slightly off-policy.
 Deliberately the policy never runs in training mode: dropout (LoRA's included) is off, so sampling and
 scoring agree.
 
@@ -43,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -55,9 +58,16 @@ from rl_core.policies.lm_config import LMPolicyConfig, config_value, resolve_dev
 from rl_core.policies.lm_precision import autocast, autocast_dtype
 from rl_core.policies.lm_samplers import choose_engine, engine_sampler
 from rl_core.policies.lm_stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
+from rl_core.policies.lm_threads import ThreadSplit, use_threads
 from rl_core.policies.lm_weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
+
+
+def _holder_busy(lock: contextlib.AbstractContextManager[Any]) -> Callable[[], bool]:
+    """Whether someone holds `lock` now (a threading lock's ``locked``; never, for other context managers)."""
+    locked = getattr(lock, "locked", None)
+    return locked if callable(locked) else lambda: False
 
 
 def _chunks(count: int, size: int) -> Iterator[range]:
@@ -91,6 +101,7 @@ class LMPolicy:
         self.autocast_dtype = autocast_dtype(config.autocast, self.device)
         if config.cpu_threads is not None and self.device.type == "cpu":
             torch.set_num_threads(config.cpu_threads)
+        self.threads = ThreadSplit(torch.get_num_threads()) if self.device.type == "cpu" else None
         if model is None:
             model, tokenizer, model_path = self._load_base()
         elif tokenizer is None:
@@ -174,31 +185,70 @@ class LMPolicy:
 
     # The Policy interface.
 
-    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
-        """One response per prompt, tagged with `self.version`; deterministic given `generator`'s state.
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        generator: torch.Generator,
+        weights_lock: contextlib.AbstractContextManager[Any] | None = None,
+    ) -> list[Sample]:
+        """One response per prompt, tagged with the version that drew it; deterministic given `generator`.
 
         ``Sample.action`` is a `TokenAction` of the sampled ids. ``Sample.info`` holds prompt_tokens,
         new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's sync_s (handing an
         engine other than transformers the newest weights first), generation_s and tokens_per_s (generated
-        tokens / generation seconds).
+        tokens / generation seconds). `weights_lock` (the learner updates the adapters under it) is held
+        while the draw reads the policy's weights: throughout, except with an engine that samples its own
+        copy and gives π's log-probs (`EngineSampler.self_contained`: the continuous decoder), which holds
+        it only to bring its copy to the newest version, so an update can run while it decodes.
         """
         samples: list[Sample] = []
         refills = self._engine is not None and self._engine.refills  # batches the prompts itself
+        hold = weights_lock or contextlib.nullcontext()
         for chunk in _chunks(len(prompts), max(len(prompts), 1) if refills else self.config.generation_batch):
             seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
-            samples += self._sample_batch([prompts[i] for i in chunk], seed=seed)
+            samples += self._sample_batch([prompts[i] for i in chunk], seed=seed, hold=hold)
         return samples
 
-    def _sample_batch(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
+    def _sample_batch(
+        self, prompts: Sequence[Prompt], *, seed: int, hold: contextlib.AbstractContextManager[Any]
+    ) -> list[Sample]:
         prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
         engine = self._engine
-        sync_s = engine.sync_if_moved() if engine else 0.0
+        if engine is not None and engine.self_contained:
+            with hold:
+                sync_s, version = engine.sync_if_moved(), self.version
+            split = self.threads.decoder(_holder_busy(hold)) if self.threads else contextlib.nullcontext(None)
+            with split as threads:
+                return self._draw(prompts, prompt_ids, seed, sync_s=sync_s, version=version, threads=threads)
+        with hold:
+            sync_s = engine.sync_if_moved() if engine else 0.0
+            return self._draw(prompts, prompt_ids, seed, sync_s=sync_s, version=self.version)
+
+    def _draw(
+        self,
+        prompts: Sequence[Prompt],
+        prompt_ids: list[list[int]],
+        seed: int,
+        *,
+        sync_s: float,
+        version: int,
+        threads: Callable[[], int] | None = None,
+    ) -> list[Sample]:
+        """Sample after `prompt_ids` with the engine (synced to `version`) or the policy's own model."""
+        engine = self._engine
         started = time.perf_counter()
-        raw = engine.generate(prompt_ids, seed) if engine else self._generate(prompt_ids, seed)
+        if engine is not None:
+            raw, drawn = engine.generate(prompt_ids, seed, threads=threads)
+        else:
+            raw, drawn = self._generate(prompt_ids, seed), None
         elapsed = max(time.perf_counter() - started, 1e-9)
         responses = [trim_response(ids, self.tokenizer, self.eos_ids) for ids in raw]
         response_ids = [ids for ids, _ in responses]
-        old = self._old_logprobs(prompt_ids, response_ids)
+        if drawn is None:
+            old = self._old_logprobs(prompt_ids, response_ids)
+        else:  # the engine's own log-probs of π, cut as the response was
+            old = [logprobs[: len(ids)] for logprobs, ids in zip(drawn, response_ids, strict=True)]
         produced = sum(len(ids) for ids in response_ids)
         shared = {
             "sampler": self.engine,
@@ -211,7 +261,7 @@ class LMPolicy:
                 prompt=prompt,
                 response=self.tokenizer.decode(ids, skip_special_tokens=True),
                 logprobs=tuple(logprobs),
-                policy_version=self.version,
+                policy_version=version,
                 info={"prompt_tokens": len(p_ids), "new_tokens": len(ids), "stop": stop} | shared,
                 action=TokenAction(tuple(ids)),
             )
@@ -223,6 +273,8 @@ class LMPolicy:
         mask, (B,) mean entropy, and the frozen base's (B, T) log-probs when `config.reference` is on."""
         prompt_ids = [self.prompt_ids(sample.prompt) for sample in samples]
         response_ids = [self.response_ids(sample) for sample in samples]
+        if self.threads is not None:  # half the cores while the continuous decoder samples meanwhile
+            use_threads(self.threads.learner())
         checkpointing = self.config.checkpoint_activations and torch.is_grad_enabled()
         with self.activation_checkpointing(enabled=checkpointing):
             logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)

@@ -15,20 +15,24 @@ finished until the longest one ends. This decoder is the same model's forward pa
   is prefilled into the freed slot, so every step decodes as many rows as there are unfinished prompts, up
   to `slots`.
 
-It samples π = softmax(logits / temperature) (top-p when asked) of the adapted model; the policy re-scores
-every sample afterwards (`LMPolicy._old_logprobs`), so the recorded log-probs are the policy's own whichever
-dtype decoded. Supported: the architectures in `SUPPORTED` (rotary positions, RMS norms, SiLU-gated MLPs;
-`supports` says why a model is not); others sample with transformers.
+It samples π = softmax(logits / temperature) (top-p when asked) of the adapted model and returns each sampled
+token's log-prob under π (float32, from the logits it sampled from; under top-p still π's, as the policy
+records them), so the policy needs no second forward pass to record a sample's log-probs, and the decoder
+reads nothing of the policy between hand-overs (`sync`): the policy lets the learner update while it decodes.
+Supported: the architectures in `SUPPORTED` (rotary positions, RMS norms, SiLU-gated MLPs; `supports` says
+why a model is not); others sample with transformers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
+
+from rl_core.policies.lm_threads import use_threads
 
 SUPPORTED = ("llama", "mistral", "qwen2")
 """`model.config.model_type`s whose forward pass this module reproduces."""
@@ -46,6 +50,13 @@ def supports(model: Any) -> str | None:
     if windowed and getattr(config, "sliding_window", None):
         return f"sliding-window attention ({config.sliding_window} positions) is not implemented"
     return None
+
+
+class Decoded(NamedTuple):
+    """One sampled response: its token ids and each token's log-prob under π when it was drawn."""
+
+    ids: list[int]
+    logprobs: list[float]
 
 
 @dataclass(frozen=True)
@@ -196,11 +207,17 @@ class ContinuousDecoder:
 
     @torch.no_grad()
     def generate(
-        self, prompt_ids: Sequence[list[int]], seed: int, *, done: Callable[[list[int]], bool]
-    ) -> list[list[int]]:
-        """Sampled ids after each prompt, each row ended at a stop token (kept), once ``done(ids so far)``
-        holds, or at `max_new_tokens`; at most `slots` rows decode at once, the next prompt taking the slot
-        of a row that ends."""
+        self,
+        prompt_ids: Sequence[list[int]],
+        seed: int,
+        *,
+        done: Callable[[list[int]], bool],
+        threads: Callable[[], int] | None = None,
+    ) -> list[Decoded]:
+        """Sampled ids after each prompt and their log-probs under π, each row ended at a stop token (kept),
+        once ``done(ids so far)`` holds, or at `max_new_tokens`; at most `slots` rows decode at once, the
+        next prompt taking the slot of a row that ends. `threads()`, when given, is this thread's torch CPU
+        thread count for the next step (the policy shares the cores with a concurrent update)."""
         if self.weights is None:
             raise RuntimeError("ContinuousDecoder.generate before the first sync.")
         if not prompt_ids:
@@ -215,19 +232,24 @@ class ContinuousDecoder:
         batch = _Batch(
             self, min(self.settings.slots, len(prompt_ids)), longest + self.settings.max_new_tokens
         )
-        results: list[list[int]] = [[] for _ in prompt_ids]
+        results = [Decoded([], []) for _ in prompt_ids]
         waiting = list(range(len(prompt_ids)))
         stops = set(self.settings.stop_token_ids)
         while waiting or batch.size:
+            if threads is not None:
+                use_threads(threads())
             while waiting and batch.size < batch.capacity:
                 index = waiting.pop(0)
                 batch.add(index, len(prompt_ids[index]), self._prefill(batch, prompt_ids[index]))
-            tokens = self._sample(batch.logits, generator)
-            for row, token in reversed(list(enumerate(tokens.tolist()))):
-                index = batch.rows[row]
-                results[index].append(token)
-                ended = token in stops or len(results[index]) >= self.settings.max_new_tokens
-                if ended or done(results[index]):
+            tokens, logprobs = self._sample(batch.logits, generator)
+            for row, (token, logprob) in reversed(
+                list(enumerate(zip(tokens.tolist(), logprobs.tolist(), strict=True)))
+            ):
+                result = results[batch.rows[row]]
+                result.ids.append(token)
+                result.logprobs.append(logprob)
+                ended = token in stops or len(result.ids) >= self.settings.max_new_tokens
+                if ended or done(result.ids):
                     tokens[row] = tokens[batch.size - 1]
                     tokens = tokens[: batch.size - 1]
                     batch.remove(row)
@@ -255,15 +277,18 @@ class ContinuousDecoder:
             )
         return kept[0][:, :rows, :, :positions], kept[1][:, :rows, :, :positions]
 
-    def _sample(self, logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """One token per row from softmax(logits / temperature), within the top-p nucleus when < 1."""
-        probs = torch.softmax(logits.float() / self.settings.temperature, dim=-1)
+    def _sample(self, logits: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row from softmax(logits / temperature), within the top-p nucleus when < 1, and its
+        log-prob under softmax(logits / temperature)."""
+        logp = torch.log_softmax(logits.float() / self.settings.temperature, dim=-1)
+        probs = logp.exp()
         if self.settings.top_p < 1.0:
             ordered, order = probs.sort(dim=-1, descending=True)
             outside = ordered.cumsum(-1) - ordered > self.settings.top_p
             ordered = ordered.masked_fill(outside, 0.0)
             probs = torch.zeros_like(probs).scatter_(-1, order, ordered)
-        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        tokens = torch.multinomial(probs, 1, generator=generator)
+        return tokens.squeeze(-1), logp.gather(-1, tokens).squeeze(-1)
 
     def _prefill(self, batch: _Batch, ids: list[int]) -> torch.Tensor:
         """Run a prompt through the model into slot `batch.size`'s cache; its last position's logits."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -112,20 +113,29 @@ class EngineSampler:
         self.refills = engine == "continuous"
         """Whether one `generate` call takes any number of prompts, decoding `generation_batch` rows at once
         and starting the next prompt as a row ends (LMPolicy.sample then passes a draw whole)."""
+        self.self_contained = engine == "continuous"
+        """Whether `generate` reads only the engine's own copy of the weights and gives π's log-probs, so the
+        policy's weights are read only by `sync_if_moved` (LMPolicy.sample lets the learner update meanwhile).
+        vLLM and CTranslate2 sample copies too, but their samples are re-scored by the policy."""
 
-    def generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
+    def generate(
+        self, prompt_ids: list[list[int]], seed: int, *, threads: Callable[[], int] | None = None
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
         """Sampled ids after each prompt (cut afterwards by `lm_stopping.trim_response`), from the weights of
-        the last `sync_if_moved` (the policy calls it first, timing the hand-over apart)."""
+        the last `sync_if_moved` (the policy calls it first, timing the hand-over apart), and each token's
+        log-prob under π where the engine computes it (the continuous decoder, in float32), else None.
+        `threads`: the continuous decoder's CPU thread count, asked before each step (lm_threads)."""
         if self.engine == "vllm":
-            return list(self.sampler.generate(prompt_ids, seed))
+            return list(self.sampler.generate(prompt_ids, seed)), None
         tokenizer = self.policy.tokenizer
 
         def done(ids: list[int]) -> bool:
             return response_closed(tokenizer, ids)
 
         if self.engine == "continuous":
-            return list(self.sampler.generate(prompt_ids, seed, done=done))
-        return list(self.sampler.generate(prompt_ids, seed, tokenizer, done=done))
+            decoded = self.sampler.generate(prompt_ids, seed, done=done, threads=threads)
+            return [row.ids for row in decoded], [row.logprobs for row in decoded]
+        return list(self.sampler.generate(prompt_ids, seed, tokenizer, done=done)), None
 
     def sync_if_moved(self) -> float:
         """Hand the engine the policy's weights if its version moved since the last hand-over; the seconds

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import torch
 
@@ -90,10 +92,17 @@ class TablePolicy(torch.nn.Module):
             probs = torch.softmax(logits, dim=0).tolist()
         return dict(zip(self.families, probs, strict=True))
 
-    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
-        """One family per prompt, drawn with `generator`, tagged with `self.version`."""
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        generator: torch.Generator,
+        weights_lock: AbstractContextManager[Any] | None = None,
+    ) -> list[Sample]:
+        """One family per prompt, drawn with `generator`, tagged with `self.version`; `weights_lock` is held
+        throughout."""
         samples = []
-        with torch.no_grad():
+        with weights_lock or nullcontext(), torch.no_grad():
             for prompt in prompts:
                 log_probs = torch.log_softmax(self.prompt_logits(prompt), dim=0)
                 index = int(torch.multinomial(log_probs.exp(), 1, generator=generator))

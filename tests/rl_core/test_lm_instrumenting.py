@@ -105,8 +105,8 @@ def tiny_task(tmp_path) -> TaskFiles:
 class FixedProgramPolicy(TablePolicy):
     """A TablePolicy whose every sample is RESPONSE: real programs for the sandbox, a policy that learns."""
 
-    def sample(self, prompts, *, generator):
-        samples = super().sample(prompts, generator=generator)
+    def sample(self, prompts, *, generator, weights_lock=None):
+        samples = super().sample(prompts, generator=generator, weights_lock=weights_lock)
         return [dataclasses.replace(s, response=RESPONSE) for s in samples]
 
 

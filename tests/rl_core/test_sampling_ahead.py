@@ -4,6 +4,7 @@ up, within a staleness bound, each sample keeping the log-probs of the version t
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import threading
@@ -122,9 +123,10 @@ def table_run(*, max_staleness: int, attempts: int = 200, sampler: str = "inline
     logits_at: dict[int, torch.Tensor] = {}
     sample = policy.sample
 
-    def recording_sample(prompts, **kw):  # type: ignore[no-untyped-def]
-        logits_at[policy.version] = policy.logits.detach().clone()
-        return sample(prompts, **kw)
+    def recording_sample(prompts, *, weights_lock=None, **kw):  # type: ignore[no-untyped-def]
+        with weights_lock or contextlib.nullcontext():  # the weights as the draw reads them
+            logits_at[policy.version] = policy.logits.detach().clone()
+            return sample(prompts, **kw)
 
     policy.sample = recording_sample  # type: ignore[method-assign]
     launches = Launches(policy)

@@ -11,7 +11,7 @@ import torch
 
 from rl_core.policies.lm import LMPolicy
 from rl_core.policies.lm_config import LMPolicyConfig
-from rl_core.policies.lm_decoder import ContinuousDecoder, DecoderSettings, supports
+from rl_core.policies.lm_decoder import ContinuousDecoder, Decoded, DecoderSettings, supports
 from rl_core.policies.lm_decoder import _Batch as Batch
 from rl_core.policies.lm_samplers import choose_engine
 from rl_core.policy import Prompt
@@ -104,6 +104,10 @@ def tiny_qwen2():
     return model
 
 
+def ids_of(decoded: list[Decoded]) -> list[list[int]]:
+    return [row.ids for row in decoded]
+
+
 def test_a_qwen2_models_biases_are_decoded_too():
     model = tiny_qwen2()
     assert supports(model) is None
@@ -117,7 +121,7 @@ def test_more_prompts_than_slots_give_each_row_what_it_gets_alone():
     give the rows transformers' greedy decoding gives each prompt by itself."""
     model = tiny_llama(TOKENIZER, seed=3)
     decoder = decoder_for(model, slots=2, max_new_tokens=12, temperature=1e-6)
-    rows = decoder.generate(PROMPTS, 0, done=lambda ids: False)
+    rows = ids_of(decoder.generate(PROMPTS, 0, done=lambda ids: False))
     assert rows == [greedy(model, prompt, 12) for prompt in PROMPTS]
 
     ends = {tuple(row[:end]) for row, end in zip(rows, (9, 3, 11, 5, 7), strict=True)}
@@ -127,7 +131,7 @@ def test_more_prompts_than_slots_give_each_row_what_it_gets_alone():
 
     expected = [next((row[:n] for n in range(1, 13) if done(row[:n])), row) for row in rows]
     assert sorted(map(len, expected)) != list(map(len, expected))  # rows end out of order
-    assert decoder.generate(PROMPTS, 0, done=done) == expected
+    assert ids_of(decoder.generate(PROMPTS, 0, done=done)) == expected
 
 
 def test_a_row_that_leaves_hands_its_slot_to_the_last_row_with_its_cache():
@@ -156,10 +160,11 @@ def test_a_row_that_leaves_hands_its_slot_to_the_last_row_with_its_cache():
 def test_a_stop_token_ends_its_row_and_is_kept():
     model = tiny_llama(TOKENIZER, seed=3)
     greedy_decoder = decoder_for(model, temperature=1e-6, max_new_tokens=12)
-    [row] = greedy_decoder.generate([PROMPTS[0]], 0, done=lambda ids: False)
+    [row] = ids_of(greedy_decoder.generate([PROMPTS[0]], 0, done=lambda ids: False))
     stop = row[4]
     decoder = decoder_for(model, temperature=1e-6, max_new_tokens=12, stop=(stop,))
-    assert decoder.generate([PROMPTS[0]], 0, done=lambda ids: False)[0] == row[: row.index(stop) + 1]
+    [ended] = ids_of(decoder.generate([PROMPTS[0]], 0, done=lambda ids: False))
+    assert ended == row[: row.index(stop) + 1]
 
 
 def test_sampling_is_reproducible_from_its_seed():
@@ -169,10 +174,27 @@ def test_sampling_is_reproducible_from_its_seed():
     assert decoder.generate(PROMPTS, 12, done=lambda ids: False) != first
 
 
-def test_samples_drawn_by_the_decoder_record_the_policys_own_log_probs():
+def test_the_decoder_returns_each_tokens_log_prob_under_pi():
+    """At temperature 0.7 the returned log-probs are log softmax(logits / 0.7) of the adapted model at the
+    sampled tokens (teacher-forced through transformers)."""
+    model = tiny_llama(TOKENIZER, seed=3)
+    decoder = decoder_for(model, temperature=0.7, max_new_tokens=6)
+    [row] = decoder.generate([PROMPTS[1]], 4, done=lambda ids: False)
+    logits = model_logits(model, PROMPTS[1], row.ids)[: len(row.ids)]
+    expected = torch.log_softmax(logits / 0.7, dim=-1).gather(-1, torch.tensor(row.ids)[:, None])[:, 0]
+    torch.testing.assert_close(torch.tensor(row.logprobs), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_samples_drawn_by_the_decoder_record_the_policys_own_log_probs_without_a_second_pass():
     policy = make_policy()
     perturb_adapters(policy)
-    samples = policy.sample([SOLVE] * 3, generator=torch.Generator().manual_seed(0))
+    forwards: list[int] = []
+    hook = policy.model.register_forward_hook(lambda module, args, output: forwards.append(1))
+    try:
+        samples = policy.sample([SOLVE] * 3, generator=torch.Generator().manual_seed(0))
+    finally:
+        hook.remove()
+    assert forwards == []  # the decoder's merged copy drew them and gave their log-probs
     scored = policy.score(samples)
     for row, sample in enumerate(samples):
         assert sample.info["sampler"] == "continuous" and 1 <= len(sample.logprobs) <= 12
@@ -211,3 +233,48 @@ def test_which_models_the_decoder_takes():
     assert choose_engine("auto", cpu, None, gpt2) == "transformers"
     with pytest.raises(ValueError, match=re.escape("The continuous engine (LMPolicyConfig.sampler, a run's")):
         choose_engine("continuous", cpu, None, gpt2)
+
+
+class RecordingLock:
+    """A context manager that records when it is entered and left."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def __enter__(self) -> None:
+        self.events.append("locked")
+
+    def __exit__(self, *exc: object) -> None:
+        self.events.append("released")
+
+
+def test_the_decoder_draws_outside_the_weights_lock_and_tags_the_version_it_synced():
+    """The policy's weights are read only at the hand-over, under the lock; decoding runs after it is
+    released (an update may land meanwhile: the samples keep the version their copy was merged from)."""
+    policy = make_policy()
+    events: list[str] = []
+    decoder = policy._engine.sampler
+    original = decoder.generate
+
+    def generate(*args, **kwargs):
+        events.append("decoding")
+        policy.version += 1  # an update lands while the copy decodes
+        return original(*args, **kwargs)
+
+    decoder.generate = generate
+    samples = policy.sample(
+        [SOLVE] * 2, generator=torch.Generator().manual_seed(0), weights_lock=RecordingLock(events)
+    )
+    assert events == ["locked", "released", "decoding"]
+    assert [s.policy_version for s in samples] == [0, 0] and policy.version == 1
+
+
+def test_transformers_sampling_holds_the_weights_lock_throughout():
+    policy = make_policy(sampler="transformers")
+    events: list[str] = []
+    hook = policy.model.register_forward_hook(lambda module, args, output: events.append("forward"))
+    try:
+        policy.sample([SOLVE], generator=torch.Generator().manual_seed(0), weights_lock=RecordingLock(events))
+    finally:
+        hook.remove()
+    assert events[0] == "locked" and events[-1] == "released" and "forward" in events[1:-1]
