@@ -16,20 +16,18 @@ Modes, in one process, each repeated (`--repeats`, alternating so a slow spell h
 Reported per run: the decode's and the update's seconds, the wall seconds from the first start to the last
 end, new tokens; per mode the mean wall and its ratio to serial's (lower is better).
 
-Run: python bench/lm_overlap.py [--quick] [--json PATH] [--repeats N] [--new-tokens N]
+Run: python bench/lm_overlap.py [--quick] [--json PATH] [--repeats N] [--new_tokens N]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
-from _common import machine_info, print_table, write_json
+from _common import bench_arguments, machine_info, print_table, write_json
 from _lm import PATHS, LMSettings, learner_config, lm_policy, tasks_for
 
 from rl_core.learner import Learner
@@ -93,12 +91,9 @@ def mode_means(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 repeats of 128-token decodes")
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--repeats", type=int)
-    parser.add_argument("--new-tokens", type=int)
-    args = parser.parse_args()
+    args = bench_arguments(
+        __doc__.splitlines()[0], repeats="runs per mode (4; quick 2)", new_tokens="token cap (256; quick 128)"
+    )
     repeats = args.repeats or (2 if args.quick else 4)
     new_tokens = args.new_tokens or (128 if args.quick else 256)
     settings = LMSettings()
