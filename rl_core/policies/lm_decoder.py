@@ -216,7 +216,7 @@ class ContinuousDecoder:
     ) -> list[Decoded]:
         """Sampled ids after each prompt and their log-probs under π, each row ended at a stop token (kept),
         once ``done(ids so far)`` holds, or at `max_new_tokens`; at most `slots` rows decode at once, the
-        next prompt taking the slot of a row that ends. `threads()`, when given, is this thread's torch CPU
+        next prompt taking the slot of a row that ends. `threads()`, when given, is torch's CPU
         thread count for the next step (the policy shares the cores with a concurrent update)."""
         if self.weights is None:
             raise RuntimeError("ContinuousDecoder.generate before the first sync.")
