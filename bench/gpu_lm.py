@@ -83,8 +83,8 @@ def build_policy(args: argparse.Namespace, tokenizer: Any) -> Any:
     import torch
     from transformers import Qwen2ForCausalLM
 
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
+    from rl_core.policies.lm.config import LMPolicyConfig
 
     torch.manual_seed(0)
     with torch.device("cuda"):

@@ -50,7 +50,9 @@ TEMPERATURE = 0.7
 
 ENGINES = {
     "transformers-fp32": {"sampler": "transformers", "dtype": "float32"},
-    "continuous-fp32": {"sampler": "continuous", "dtype": "float32"},
+    "continuous-fp32": {"sampler": "continuous", "dtype": "float32", "cpu_threads": 2},
+    "vllm-bf16": {"sampler": "vllm", "dtype": "float32", "vllm_dtype": "bfloat16", "cpu_threads": 1},
+    "vllm-fp32": {"sampler": "vllm", "dtype": "float32", "vllm_dtype": "float32", "cpu_threads": 1},
     "transformers-bf16": {"sampler": "transformers", "dtype": "bfloat16"},
     "ctranslate2-int8": {"sampler": "ctranslate2", "dtype": "float32", "ct2_compute_type": "int8"},
     "ctranslate2-fp32": {"sampler": "ctranslate2", "dtype": "float32", "ct2_compute_type": "float32"},
@@ -59,8 +61,8 @@ ENGINES = {
 
 
 def engine_policy(engine: str, batch: int, new_tokens: int) -> Any:
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
+    from rl_core.policies.lm.config import LMPolicyConfig
 
     config = LMPolicyConfig(
         cache_dir=str(CACHE_DIR / "models"), device="cpu", temperature=TEMPERATURE, max_new_tokens=new_tokens,

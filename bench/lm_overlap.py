@@ -10,7 +10,7 @@ Modes, in one process, each repeated (`--repeats`, alternating so a slow spell h
 - serial: the decode, then the update (how the loop ran them before: the update held the policy);
 - overlap-2+2: both at once in two threads, each at the process's 2 threads (the policy's ThreadSplit off);
 - overlap-split: both at once as the loop now runs them: the update under the weights lock, the decode
-  outside it, ThreadSplit giving each 1 thread while both run and 2 when alone (rl_core.policies.lm_threads).
+  outside it, ThreadSplit giving each 1 thread while both run and 2 when alone (rl_core.policies.lm.cores).
   The update starts once the decode has taken its weights, as in the loop, where the decoder is nearly
   always busy.
 Reported per run: the decode's and the update's seconds, the wall seconds from the first start to the last

@@ -10,7 +10,7 @@ two), one after the other in one process:
        drawn while executors run, staleness bound 1) decoding with the engine "auto" picks (on a CPU the
        continuous-batching decoder, rl_core.policies.lm_decoder, which records π's log-probs as it samples
        and decodes its own merged copy, so updates run while it decodes, the two sharing the cores:
-       rl_core.policies.lm_threads), bf16 autocast for scoring where the CPU has it, PPO 1 epoch at
+       rl_core.policies.lm.cores), bf16 autocast for scoring where the CPU has it, PPO 1 epoch at
        micro-batch 1 (rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH, which the sweep below chose).
 Other paths (`--paths`): new-hf (new decoding with transformers ``generate``), new-16 (16 programs per
 draw, 16 rows at once), ct2 and ct2-fp32 (CTranslate2); bench/_lm.py's PATHS says what each is.

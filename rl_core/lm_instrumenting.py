@@ -28,7 +28,7 @@ from rl_core.instrument import lm_markup
 from rl_core.responses import parse_response
 
 Generate = Callable[[str], str]
-"""prompt -> completion of the frozen LM (rl_core.policies.lm.LMPolicy.generate_frozen)."""
+"""prompt -> completion of the frozen LM (rl_core.policies.lm.policy.LMPolicy.generate_frozen)."""
 
 
 def with_lm_markup(job: Job, generate: Generate) -> Job:

@@ -93,9 +93,9 @@ class _Run:
         self.generator = torch.Generator().manual_seed(config.seed)
         self.clock0 = executor.now()
         # The background sampler's thread builds prompts under `lock` (the loop's thread changes pools
-        # under it); the policy holds `policy_lock` (the learner updates under it) while it reads its
-        # weights, so a policy that samples its own copy lets an update run while it samples.
-        self.lock, self.policy_lock = threading.RLock(), threading.Lock()
+        # under it); the learner updates under the policy's own `weights_lock`, which the policy holds while
+        # it reads its weights (so a policy that samples its own copy lets an update run while it samples).
+        self.lock = threading.RLock()
         self.engine: sampling.BackgroundSampler | None = None
 
     def run_async(self) -> None:
@@ -189,7 +189,7 @@ class _Run:
             prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
             self.state.drawn += len(prompts)
         started = time.perf_counter()
-        samples = self.policy.sample(prompts, generator=self.generator, weights_lock=self.policy_lock)
+        samples = self.policy.sample(prompts, generator=self.generator)
         elapsed_s = time.perf_counter() - started
         for sample in samples:
             sample.info.update(generation_batch=len(samples), generation_s=elapsed_s)
@@ -311,7 +311,7 @@ class _Run:
             self.state.buffer[: self.config.batch],
             self.state.buffer[self.config.batch :],
         )
-        with self.policy_lock:
+        with self.policy.weights_lock:
             metrics = self.learner.update(batch, current_version=self.policy.version)
         self.state.updates += 1
         metrics |= (
@@ -359,7 +359,7 @@ class _Run:
     def checkpoint_state(self) -> dict[str, Any]:
         with (
             self.lock,
-            self.policy_lock,
+            self.policy.weights_lock,
         ):  # the background sampler neither draws prompts nor samples meanwhile
             return self._checkpoint_state()
 

@@ -137,16 +137,12 @@ class Policy(Protocol):
     """What the loop and the learner need from a policy."""
 
     version: int  # bumped by the learner after every update
+    weights_lock: AbstractContextManager[Any]
+    """The policy's own lock (reentrant): `sample` holds it while it reads the parameters, and whoever changes
+    them (the learner's update, a restore) or reads them whole (a checkpoint) takes it first."""
 
-    def sample(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        generator: torch.Generator,
-        weights_lock: AbstractContextManager[Any] | None = None,
-    ) -> list[Sample]:
-        """One sample per prompt, tagged with the version that drew it. `weights_lock`, when given, is held
-        while the policy reads its parameters (the learner updates them under it)."""
+    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
+        """One sample per prompt, tagged with the version that drew it, read under `weights_lock`."""
         ...
 
     def score(self, samples: Sequence[Sample]) -> Scored:

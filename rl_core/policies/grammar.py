@@ -27,7 +27,7 @@ dashboards: ``family``, ``choices`` and ``mutated`` (the re-drawn heads, empty f
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+import threading
 from typing import Any
 
 import torch
@@ -90,6 +90,7 @@ class GrammarPolicy(nn.Module):
             nn.init.zeros_(layer.bias)
         self.heads = nn.ModuleDict(layers)
         self.register_buffer("policy_version", torch.zeros((), dtype=torch.long))
+        self.weights_lock = threading.RLock()  # rl_core.policy.Policy.weights_lock
 
     def layer(self, head_name: str) -> nn.Linear:
         """The linear map (F -> options) that gives `head_name`'s logits."""
@@ -180,11 +181,10 @@ class GrammarPolicy(nn.Module):
         prompts: Sequence[Prompt],
         *,
         generator: torch.Generator,
-        weights_lock: AbstractContextManager[Any] | None = None,
     ) -> list[Sample]:
         """One sample per prompt, drawn with `generator` (deterministic for a seeded one), tagged with
         `self.version`; `weights_lock` is held throughout."""
-        with weights_lock or nullcontext():
+        with self.weights_lock:
             return [self.sample_one(prompt, generator) for prompt in prompts]
 
     # -- scoring -------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rl_core.policies.lm_weights import save_merged_model
+from rl_core.policies.lm.weights import save_merged_model
 
 
 @dataclass(frozen=True)

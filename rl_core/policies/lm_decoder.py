@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from rl_core.policies.lm_threads import use_threads
+from rl_core.policies.lm.cores import use_threads
 
 SUPPORTED = ("llama", "mistral", "qwen2")
 """`model.config.model_type`s whose forward pass this module reproduces."""

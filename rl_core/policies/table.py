@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+import threading
 from typing import Any
 
 import torch
@@ -70,6 +70,7 @@ class TablePolicy(torch.nn.Module):
         self.logits = torch.nn.Parameter(start.clone())
         self.keep_bonus = float(keep_bonus)
         self.version = 0
+        self.weights_lock = threading.RLock()  # rl_core.policy.Policy.weights_lock
 
     def prompt_logits(self, prompt: Prompt) -> torch.Tensor:
         """(F,) the logits used for `prompt`: the table plus the keep bonus on improve prompts."""
@@ -97,12 +98,11 @@ class TablePolicy(torch.nn.Module):
         prompts: Sequence[Prompt],
         *,
         generator: torch.Generator,
-        weights_lock: AbstractContextManager[Any] | None = None,
     ) -> list[Sample]:
         """One family per prompt, drawn with `generator`, tagged with `self.version`; `weights_lock` is held
         throughout."""
         samples = []
-        with weights_lock or nullcontext(), torch.no_grad():
+        with self.weights_lock, torch.no_grad():
             for prompt in prompts:
                 log_probs = torch.log_softmax(self.prompt_logits(prompt), dim=0)
                 index = int(torch.multinomial(log_probs.exp(), 1, generator=generator))

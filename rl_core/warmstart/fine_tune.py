@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_weights import build_once, save_merged_model
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.weights import build_once, save_merged_model
 from rl_core.policy import PreviousSolution, Sample, TaskInfo
 from rl_core.warmstart.demonstrations import Demonstration, grammar_demonstrations
 from rl_core.warmstart.folders import FULL_MODEL_FOLDER, MANIFEST_FILE

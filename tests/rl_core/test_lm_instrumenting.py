@@ -105,8 +105,8 @@ def tiny_task(tmp_path) -> TaskFiles:
 class FixedProgramPolicy(TablePolicy):
     """A TablePolicy whose every sample is RESPONSE: real programs for the sandbox, a policy that learns."""
 
-    def sample(self, prompts, *, generator, weights_lock=None):
-        samples = super().sample(prompts, generator=generator, weights_lock=weights_lock)
+    def sample(self, prompts, *, generator):
+        samples = super().sample(prompts, generator=generator)
         return [dataclasses.replace(s, response=RESPONSE) for s in samples]
 
 
@@ -147,8 +147,8 @@ def test_a_run_runs_the_lms_markers_when_they_pass_the_ast_check(tiny_task, data
 
 @pytest.mark.slow
 def test_a_run_with_a_tiny_random_lm_falls_back_to_the_rules_markers(tiny_task, data_dir):
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
+    from rl_core.policies.lm.config import LMPolicyConfig
     from rl_core.testing import tiny_llama, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()

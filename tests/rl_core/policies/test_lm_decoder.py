@@ -9,11 +9,11 @@ import re
 import pytest
 import torch
 
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policies.lm_decoder import ContinuousDecoder, Decoded, DecoderSettings, supports
 from rl_core.policies.lm_decoder import _Batch as Batch
-from rl_core.policies.lm_samplers import choose_engine
+from rl_core.policies.lm.engines import choose_engine
 from rl_core.policy import Prompt
 from rl_core.testing import TINY_TASK, tiny_llama, tiny_tokenizer
 

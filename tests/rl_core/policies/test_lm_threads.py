@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rl_core.policies.lm_threads import ThreadSplit
+from rl_core.policies.lm.cores import ThreadSplit
 
 
 def test_each_stream_gets_half_the_threads_only_while_both_run():

@@ -10,9 +10,9 @@ import huggingface_hub.constants
 import pytest
 import torch
 
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
-from rl_core.policies.lm_weights import (
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.weights import (
     EMBEDDED_MODEL,
     SOURCE_FILE,
     ModelNotFoundError,

@@ -12,8 +12,8 @@ from transformers import AutoModelForCausalLM
 
 from rl_core.features import data_preview, task_features
 from rl_core.policies.grammar import simplest_program
-from rl_core.policies.lm import LMPolicy
-from rl_core.policies.lm_config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
 from rl_core.testing import tiny_llama, tiny_tokenizer

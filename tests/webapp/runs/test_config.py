@@ -93,7 +93,7 @@ def test_the_slot_and_weighting_settings_reach_the_loop_and_the_learner():
 
 
 def test_an_lm_draws_programs_in_batches_by_default_and_the_grammar_policy_one_at_a_time():
-    from rl_core.policies.lm_config import LMPolicyConfig
+    from rl_core.policies.lm.config import LMPolicyConfig
     from webapp.runs.config import LM_GENERATION_BATCH
     from workers.driver import loop_config
 

