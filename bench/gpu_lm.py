@@ -2,7 +2,9 @@
 
 Run: python bench/gpu_lm.py [--json PATH] [--params 0.5e9] [--batches 1,8,32] [--new-tokens 512]
 
-It needs only torch, transformers and peft: no download, no vLLM, no network. The model is a randomly
+It needs torch, transformers and peft, and samples through vLLM when vLLM is installed (the engine an LM run
+gets: LMPolicyConfig.sampler "auto"), through transformers otherwise; no download, no network. The model is a
+randomly
 initialised Qwen2 causal LM built in code, in bfloat16, with Qwen2.5-0.5B's width, heads and vocabulary
 (151,936 tokens, tied embeddings) and as many layers as bring it nearest `--params` (24 layers, 494M
 parameters, for the default 0.5e9). The tokenizer is rl_core.testing's byte-level tiny tokenizer (259
@@ -10,12 +12,15 @@ tokens, with a chat template); the model samples from its whole vocabulary, so r
 text, never close a code block and run to `--new-tokens` (an end token has a chance of about 1 in 150,000
 per step): every row of every batch decodes exactly `--new-tokens` tokens.
 
-The model is wrapped in rl_core's LMPolicy (LoRA r = 16 on all linear layers, the transformers sampler,
-the policy's defaults on cuda: bfloat16 weights, float32 adapters, bf16 autocast, activation checkpointing).
+The model is saved to a temporary folder (vLLM loads from one) and wrapped in rl_core's LMPolicy (LoRA r = 16
+on all linear layers, the "auto" sampler, the policy's defaults on cuda: bfloat16 weights, float32 adapters,
+bf16 autocast, activation checkpointing).
 1. Sampling: `LMPolicy.sample` on B copies of one compact solve prompt, for each B in `--batches`, after
    one short warm-up call. Reported per B: generation tokens/s (``Sample.info["tokens_per_s"]``: generated
    tokens over the ``generate`` call's seconds) and the whole call's seconds, which add the no-gradient
-   forward that records the old log-probs.
+   forward that records the old log-probs (transformers; vLLM returns its own).
+   Then the push: the adapters changed and the version moved, the seconds one draw spends handing vLLM the
+   merged weights (``Sample.info["sync_s"]``; 0 for transformers, which samples the policy's own model).
 2. Update: one `rl_core.learner.Learner` PPO update (1 epoch, one minibatch, `--micro-batch` samples per
    forward/backward) on the first `--update-samples` samples of the largest batch, each its prompt plus
    `--new-tokens` response tokens. Reported: seconds and `torch.cuda.max_memory_allocated` during it.
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -78,23 +84,25 @@ def count_parameters(config: Any) -> int:
         return sum(p.numel() for p in Qwen2ForCausalLM(config).parameters())
 
 
-def build_policy(args: argparse.Namespace, tokenizer: Any) -> Any:
-    """A random bfloat16 model on cuda, wrapped in an LMPolicy with fresh LoRA adapters."""
+def build_policy(args: argparse.Namespace, tokenizer: Any, folder: Path) -> Any:
+    """A random bfloat16 model on cuda, saved to `folder`, wrapped in an LMPolicy with fresh LoRA adapters."""
     import torch
     from transformers import Qwen2ForCausalLM
 
-    from rl_core.policies.lm.policy import LMPolicy
     from rl_core.policies.lm.config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
 
     torch.manual_seed(0)
     with torch.device("cuda"):
         model: Any = Qwen2ForCausalLM(model_config(args.params, tokenizer))
     model = model.to(torch.bfloat16).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
     config = LMPolicyConfig(
-        device="cuda", sampler="transformers", prompt_style="compact", max_new_tokens=args.new_tokens,
+        device="cuda", sampler="auto", prompt_style="compact", max_new_tokens=args.new_tokens,
         generation_batch=max(batch_sizes(args)), score_batch=8, reference=False,
     )  # fmt: skip
-    return LMPolicy(config, model=model, tokenizer=tokenizer)
+    return LMPolicy(config, model=model, tokenizer=tokenizer, model_path=folder)
 
 
 def batch_sizes(args: argparse.Namespace) -> list[int]:
@@ -153,6 +161,18 @@ def measure_update(policy: Any, samples: list[Any], micro_batch: int) -> dict[st
     }
 
 
+def measure_push(policy: Any) -> dict[str, Any]:
+    """Change the adapters, move the version, draw once: the seconds handing the engine the new weights."""
+    import torch
+
+    with policy.weights_lock, torch.no_grad():
+        for parameter in policy.parameters():
+            parameter.add_(0.01)
+        policy.version += 1
+    [sample] = policy.sample([solve_prompt()], generator=torch.Generator().manual_seed(1))
+    return {"engine": policy.engine, "push_s": sample.info["sync_s"]}
+
+
 def warm_up(policy: Any) -> None:
     """One 8-token sample: CUDA context, kernels and allocator are set up before anything is timed."""
     import dataclasses
@@ -175,9 +195,10 @@ def main() -> int:
     from rl_core.testing import tiny_tokenizer
 
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a killed run keeps its lines
-    policy = build_policy(args, tiny_tokenizer())
+    folder = Path(tempfile.mkdtemp(prefix="gpu_lm-"))
+    policy = build_policy(args, tiny_tokenizer(), folder)
     params = sum(p.numel() for p in policy.model.parameters() if not p.requires_grad)
-    print(f"random Qwen2, {params / 1e6:.0f}M parameters, on {torch.cuda.get_device_name()}")
+    print(f"random Qwen2, {params / 1e6:.0f}M parameters, on {torch.cuda.get_device_name()}, {policy.engine}")
     warm_up(policy)
     sampling: list[dict[str, Any]] = []
     samples: list[Any] = []
@@ -185,12 +206,14 @@ def main() -> int:
         row, samples = measure_sampling(policy, size)
         sampling.append(row)
         print_table([row], list(row), title=f"sampling at batch {size}")
+    push = measure_push(policy)
+    print_table([push], list(push), title="one weight push")
     update = measure_update(policy, samples[: args.update_samples], args.micro_batch)
     print_table([update], list(update), title="one PPO update")
     machine = machine_info() | {"gpu": torch.cuda.get_device_name()}
     config = vars(args) | {"json": str(args.json), "base_parameters": params}
-    write_json(args.json, benchmark="gpu_lm", machine=machine, config=config, targets={},
-               results={"sampling": sampling, "update": update})  # fmt: skip
+    results = {"engine": policy.engine, "sampling": sampling, "push": push, "update": update}
+    write_json(args.json, benchmark="gpu_lm", machine=machine, config=config, targets={}, results=results)
     return 0
 
 

@@ -13,8 +13,9 @@ Every submit asks the LM again, including the loop's re-dispatch of in-flight at
 loop's checkpoints hold the plain jobs, and a greedy LM writes the same markup again.
 Costs: one greedy decode (up to twice the policy's `max_new_tokens`) per attempt, in the thread that calls
 `submit` (the loop's), one at a time.
-Not covered: the LM and the sampler share one model whose adapters the LM's decode switches off; both must
-run in the same thread (today's loop samples and submits in its own thread).
+The LM and the policy share one model whose adapters the LM's decode switches off: `generate_frozen` holds
+the policy's weights lock meanwhile, so a draw in the background sampler's thread waits and never samples
+the base weights (tests/rl_core/test_lm_policy.py).
 """
 
 from __future__ import annotations

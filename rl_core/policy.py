@@ -137,9 +137,11 @@ class Policy(Protocol):
     """What the loop and the learner need from a policy."""
 
     version: int  # bumped by the learner after every update
-    weights_lock: AbstractContextManager[Any]
-    """The policy's own lock (reentrant): `sample` holds it while it reads the parameters, and whoever changes
-    them (the learner's update, a restore) or reads them whole (a checkpoint) takes it first."""
+    @property
+    def weights_lock(self) -> AbstractContextManager[Any]:
+        """The policy's own lock (reentrant): `sample` holds it while it reads the parameters, and whoever
+        changes them (the learner's update, a restore) or reads them whole (a checkpoint) takes it first."""
+        ...
 
     def sample(self, prompts: Sequence[Prompt], *, generator: torch.Generator) -> list[Sample]:
         """One sample per prompt, tagged with the version that drew it, read under `weights_lock`."""

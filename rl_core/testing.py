@@ -69,9 +69,12 @@ def tiny_llama(tokenizer: Any, *, seed: int = 0, hidden: int = 32, max_positions
         return LlamaForCausalLM(config).eval()
 
 
-def save_tiny_llama(folder: Path, corpus: Sequence[str] | None = None, *, seed: int = 0) -> str:
-    """Write a tiny Llama and its tokenizer to `folder` (a Hugging Face model folder); returns its path."""
+def save_tiny_llama(
+    folder: Path, corpus: Sequence[str] | None = None, *, seed: int = 0, hidden: int = 32
+) -> str:
+    """Write a tiny Llama and its tokenizer to `folder` (a Hugging Face model folder); returns its path.
+    vLLM can sample it from `hidden` = 128 up (heads of 32 dimensions: rl_core.policies.lm.engines)."""
     tokenizer = tiny_tokenizer(corpus)
-    tiny_llama(tokenizer, seed=seed).save_pretrained(folder)
+    tiny_llama(tokenizer, seed=seed, hidden=hidden, max_positions=4096).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)

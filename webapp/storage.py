@@ -37,7 +37,7 @@ def data_root() -> Path:
 
 
 def models_dir() -> Path:
-    """Where the embedded model is converted once and cached (rl_core.policies.lm_weights) for every run."""
+    """Where the embedded model is converted once and cached (rl_core.policies.lm.weights) for every run."""
     return data_root() / "models"
 
 

@@ -73,8 +73,8 @@ def new_policy(config: RunConfig, cache_dir: Path, *, adapter: str | None = None
         from rl_core.policies.grammar import GrammarPolicy
 
         return GrammarPolicy()
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig
+    from rl_core.policies.lm.config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
 
     model, adapter_path = config.model, adapter
     if config.warm_start and config.warm_start_run_id is None:

@@ -191,8 +191,8 @@ def past_demonstrations(request: WarmStartRequest, tasks: dict[str, Any]) -> lis
 
 def load_policy(request: WarmStartRequest) -> Any:
     """A fresh LMPolicy on the base model (the embedded one converted into the supervisor's cache)."""
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig  # transformers: only when a run needs it
+    from rl_core.policies.lm.config import LMPolicyConfig  # transformers: only when a run needs it
+    from rl_core.policies.lm.policy import LMPolicy
 
     config = LMPolicyConfig(
         model=request.model, cache_dir=str(models_dir()), seed=request.seed, prompt_style=request.prompt_style

@@ -26,8 +26,8 @@ dashboards: ``family``, ``choices`` and ``mutated`` (the re-drawn heads, empty f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch

@@ -13,9 +13,8 @@ With `keep_bonus=0` (the default) prompts are ignored entirely.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 import threading
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 

@@ -69,8 +69,8 @@ def test_the_ablation_has_an_lm_instrumenter_arm_beside_the_ast_and_uninstrument
 def test_the_lm_instrumenter_arm_records_whose_markers_each_attempt_ran(
     bench, tiny_task, monkeypatch, tmp_path
 ):
-    from rl_core.policies.lm.policy import LMPolicy
     from rl_core.policies.lm.config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
     from rl_core.testing import tiny_llama, tiny_tokenizer
 
     lm, ablation = bench

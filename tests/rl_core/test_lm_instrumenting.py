@@ -147,8 +147,8 @@ def test_a_run_runs_the_lms_markers_when_they_pass_the_ast_check(tiny_task, data
 
 @pytest.mark.slow
 def test_a_run_with_a_tiny_random_lm_falls_back_to_the_rules_markers(tiny_task, data_dir):
-    from rl_core.policies.lm.policy import LMPolicy
     from rl_core.policies.lm.config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
     from rl_core.testing import tiny_llama, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()

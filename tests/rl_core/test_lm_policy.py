@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
+import threading
 
 import pytest
 import torch
 
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.config import LMPolicyConfig
-from rl_core.policies.lm.engines import EngineSampler
+from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.stopping import CodeBlockStop, trim_response
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, TaskInfo, TokenAction
 from rl_core.testing import tiny_llama, tiny_tokenizer
@@ -241,7 +240,8 @@ def test_a_step_accumulated_over_micro_batches_is_the_step_of_one_pass():
     ]
     updated = {}
     for micro_batch in (None, 1, 3):
-        twin = copy.deepcopy(policy)
+        twin = make_policy()  # the same base model (seeded), then the same adapters
+        twin.load_state_dict(policy.state_dict())
         config = LearnerConfig(lr=1e-2, ppo_epochs=1, kl_coef=0.1, entropy_coef=0.01, micro_batch=micro_batch)
         metrics = Learner(twin, config).update(batch, current_version=0)
         updated[micro_batch] = (named_weights(twin, lora=True), metrics)
@@ -307,50 +307,34 @@ def test_it_samples_and_scores_consistently_in_bf16_on_cuda():
         )
 
 
-@pytest.mark.gpu
-@needs_cuda
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM")
-def test_vllm_samples_with_the_adapter_pushed_after_an_update(tmp_path):
-    base = tiny_model(hidden=256)  # vLLM's attention kernels want a head size of 64
-    base.save_pretrained(tmp_path / "model")
-    TOKENIZER.save_pretrained(tmp_path / "model")
-    config = LMPolicyConfig(max_new_tokens=12, lora_r=8, lora_alpha=16, device="cuda", sampler="vllm")
-    policy = LMPolicy(config, model=base, tokenizer=TOKENIZER, model_path=tmp_path / "model")
-    first = draw(policy, [SOLVE])[0]
-    perturb_adapters(policy)
-    policy.version += 1
-    second = draw(policy, [SOLVE])[0]
-    assert (first.info["sampler"], second.info["sampler"]) == ("vllm", "vllm")
-    assert policy._engine is not None and policy._engine.sampler.pushes == 2
-
-
-class RecordingSampler:
-    """Stands in for VLLMSampler's interface (pure logic: which adapter folders the policy hands over)."""
-
-    def __init__(self, root) -> None:
-        self.root, self.used, self.pushes = root, [], 0
-
-    def next_adapter_dir(self):
-        return self.root / f"push-{self.pushes + 1}"
-
-    def use_adapter(self, folder) -> None:
-        self.pushes += 1
-        self.used.append(folder)
-
-    def generate(self, prompt_ids, seed):
-        return [[5, 6, 7] for _ in prompt_ids]
-
-
-def test_the_policy_hands_the_vllm_sampler_its_adapter_once_per_version_and_after_a_load(tmp_path):
+def test_a_draw_never_reads_the_weights_while_the_frozen_lm_has_the_adapters_off():
+    """The LM instrumenter decodes with the adapters off in the loop's thread while the background sampler
+    draws in another: the draw must wait for the weights lock, then sample the adapted model."""
     policy = make_policy()
-    sampler = RecordingSampler(tmp_path)
-    policy._engine = EngineSampler(policy, "vllm", sampler)
-    draw(policy, [SOLVE])
-    draw(policy, [SOLVE])
-    policy.version += 1
-    [sample] = draw(policy, [SOLVE])
-    policy.load_state_dict(policy.state_dict())
-    draw(policy, [SOLVE])
-    assert sampler.used == [tmp_path / f"push-{n}" for n in (1, 2, 3)]
-    assert all((folder / "adapter_config.json").exists() for folder in sampler.used)
-    assert (sample.info["sampler"], sample.action) == ("vllm", TokenAction((5, 6, 7)))
+    perturb_adapters(policy)  # adapted and base models differ
+    inside, release, drawn = threading.Event(), threading.Event(), []
+    generate = policy.model.generate
+
+    def frozen_generate(**kwargs):
+        if not threading.current_thread().name.startswith("drawer"):  # the frozen LM's call
+            inside.set()
+            release.wait(30)
+        return generate(**kwargs)
+
+    policy.model.generate = frozen_generate
+    frozen = threading.Thread(
+        target=lambda: policy.generate_frozen("Mark up this program.", max_new_tokens=4)
+    )
+    frozen.start()
+    assert inside.wait(30)
+    drawer = threading.Thread(target=lambda: drawn.extend(draw(policy, [SOLVE])), name="drawer")
+    drawer.start()
+    drawer.join(2.0)
+    assert not drawn, "the draw ran while the adapters were off"
+    release.set()
+    frozen.join(30)
+    drawer.join(30)
+    scored = policy.score(drawn)
+    torch.testing.assert_close(
+        scored.logprobs[0, scored.mask[0]], torch.tensor(drawn[0].logprobs), atol=1e-4, rtol=1e-4
+    )

@@ -15,9 +15,9 @@ import copy
 import pytest
 import torch
 
-from rl_core.policies import lm_precision
-from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policies.lm import precision as lm_precision
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.precision import autocast_dtype
 from rl_core.policy import PreviousSolution, Prompt, Sample
 from rl_core.testing import TINY_TASK, tiny_llama, tiny_tokenizer

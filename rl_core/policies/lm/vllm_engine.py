@@ -8,15 +8,17 @@ the compiled engine the issue measured (docs/benchmarks.md, "CPU samplers"), whi
 
 What the sampler does, and nothing else (when to push is the policy's decision, rl_core.policies.lm.policy):
 - `push(weights)`: new weights in place, by vLLM's ``reload_weights`` with an iterator of (Hugging Face name,
-  tensor), then the prefix cache emptied (it holds keys and values computed by the old weights); the adapters arrive merged into the base weights (`rl_core.policies.lm.weights.merged_weights`),
+  tensor), then the prefix cache emptied (it holds keys and values computed by the old weights); the
+  adapters arrive merged into the base weights (`rl_core.policies.lm.weights.merged_weights`),
   which measured faster here than serving adapters through vLLM (see `LMPolicyConfig.sampler`).
 - `generate(prompt_ids, seed)`: the sampled ids after each prompt and, for each, its log-prob under the
   distribution it was drawn from: vLLM's "processed_logprobs" mode, log softmax of the logits after
   temperature (and top-p), in float32. With top_p = 1 that is π = softmax(logits / τ) of the engine's copy.
 
 Not done here: LoRA adapters served by vLLM (slower on this CPU, measured in issue 23), several engines per
-process, tensor parallelism. The copy runs in `VLLMSettings.dtype`: bf16 by default, so its log-probs differ
-from the learner's float32 ones by bf16 rounding (tests/rl_core/policies/test_lm_vllm.py states the tolerance).
+process, tensor parallelism. The copy runs in `VLLMSettings.dtype`: bf16 by default, so its log-probs
+differ from the learner's float32 ones by bf16 rounding (tests/rl_core/policies/test_lm_vllm.py states the
+tolerance).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -49,7 +51,7 @@ class VLLMSettings:
     max_new_tokens: int
     max_prompt_tokens: int
     stop_token_ids: tuple[int, ...]
-    dtype: str = "bfloat16"
+    dtype: Literal["bfloat16", "float32"] = "bfloat16"
     threads: int | None = None
     """CPU threads the engine decodes with, set in the calling thread before each call; None leaves them."""
     kv_cache_gib: float = 2.0
@@ -133,5 +135,7 @@ class VLLMSampler:
 def _logprobs(output: Any) -> list[float]:
     """The sampled tokens' log-probs of one request's output (vLLM keeps a {token: Logprob} per position)."""
     completion = output.outputs[0]
-    return [float(step[token].logprob) for token, step in zip(completion.token_ids, completion.logprobs, strict=True)]
-
+    return [
+        float(step[token].logprob)
+        for token, step in zip(completion.token_ids, completion.logprobs, strict=True)
+    ]

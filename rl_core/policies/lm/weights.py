@@ -182,7 +182,7 @@ def load_pretrained(source: Path | str, *, device: str, dtype: Any) -> tuple[Any
 
 def save_merged_model(model: Any, tokenizer: Any, folder: Path) -> None:
     """A peft `model` with its adapters merged into a copy (the model itself is left as it is), saved with
-    `tokenizer` as a Hugging Face folder: a full warm start, or what CTranslate2 converts."""
+    `tokenizer` as a Hugging Face folder: a full warm start."""
     merged = copy.deepcopy(model).merge_and_unload()
     merged.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
@@ -199,7 +199,9 @@ def merged_weights(model: Any) -> Iterator[tuple[str, Any]]:
 
     base = model.get_base_model()
     adapter = model.active_adapter
-    lora = {f"{name}.weight": module for name, module in base.named_modules() if isinstance(module, LoraLayer)}
+    lora: dict[str, Any] = {
+        f"{name}.weight": module for name, module in base.named_modules() if isinstance(module, LoraLayer)
+    }
     with torch.no_grad():
         for name, tensor in base.state_dict().items():
             if ".lora_" in name:

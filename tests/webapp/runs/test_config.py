@@ -30,8 +30,7 @@ def test_the_reward_settings_become_rl_cores_reward_config():
         ({"reward_mode": "vibes"}, "config: reward_mode must be 'score' or 'percentile', not 'vibes'."),
         (
             {"lm_engine": "llama.cpp"},
-            "config: lm_engine must be 'auto' or 'transformers' or 'continuous' or 'ctranslate2' or 'vllm', "
-            "not 'llama.cpp'.",
+            "config: lm_engine must be 'auto' or 'transformers' or 'vllm', not 'llama.cpp'.",
         ),
         ({"advantage": "none"}, "config: advantage must be"),
         ({"failure_reward": float("nan")}, "config: failure_reward must be a finite number"),

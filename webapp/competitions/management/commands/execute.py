@@ -71,9 +71,9 @@ class Command(JsonCommand):
 
 def frozen_lm(model: str | None):
     """prompt -> the frozen model's greedy reply (LMPolicy.generate_frozen, adapters off)."""
-    from rl_core.policies.lm import LMPolicy
-    from rl_core.policies.lm_config import LMPolicyConfig
-    from rl_core.policies.lm_weights import EMBEDDED_MODEL, ModelNotFoundError
+    from rl_core.policies.lm.config import LMPolicyConfig
+    from rl_core.policies.lm.policy import LMPolicy
+    from rl_core.policies.lm.weights import EMBEDDED_MODEL, ModelNotFoundError
     from webapp.storage import models_dir
 
     try:

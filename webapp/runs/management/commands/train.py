@@ -41,7 +41,7 @@ CHOICES = {
     "reward_preset": ("normalized", "paper"), "reward_mode": ("score", "percentile"),
     "objective": ("ppo", "reinforce"), "advantage": ("running_mean", "group_mean", "batch_normalized"),
     "prompt_style": ("compact", "full"), "instrumenter": ("ast", "lm"),
-    "lm_engine": ("auto", "transformers", "continuous", "ctranslate2", "vllm"),
+    "lm_engine": ("auto", "transformers", "vllm"),
     "duration_weighting": ("lineage", "paper"), "improve_from": ("pool", "slots"),
 }  # fmt: skip
 NUMBERS = {

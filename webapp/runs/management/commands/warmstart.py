@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from rl_core.policies.lm_weights import EMBEDDED_MODEL, in_hub_cache
+from rl_core.policies.lm.weights import EMBEDDED_MODEL, in_hub_cache
 from webapp import storage
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
