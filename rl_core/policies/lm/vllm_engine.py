@@ -3,8 +3,10 @@
 The engine runs inside the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), in eager mode: no child
 process, so it starts inside Celery's daemonic prefork children and `manage.py train` alike, in about 10 s
 on a CPU, and a policy version reaches it as tensors, never through a file or a pipe. Measured on this
-project's 2-core CPU with SmolLM2-135M (bf16, 1 thread, batch 8): about 180 tokens/s in eager mode, as fast as
-the compiled engine the issue measured (docs/benchmarks.md, "CPU samplers"), which takes 50 s to start.
+project's 2-core CPU with SmolLM2-135M in bf16 at 1 thread, eager: 139 / 204 / 205 tokens/s at batch 8 / 16
+/ 32 (bench/lm_engines.py, one run per cell). The compiled engine (about 50 s to start) was measured only on
+another day at its own thread binding (205 / 282 / 330, issue 23's table), never beside eager in one run:
+eager is chosen for its start, and a compiled engine would be a setting worth measuring.
 
 What the sampler does, and nothing else (when to push is the policy's decision, rl_core.policies.lm.policy):
 - `push(weights)`: new weights in place, by vLLM's ``reload_weights`` with an iterator of (Hugging Face name,

