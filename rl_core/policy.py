@@ -137,6 +137,7 @@ class Policy(Protocol):
     """What the loop and the learner need from a policy."""
 
     version: int  # bumped by the learner after every update
+
     @property
     def weights_lock(self) -> AbstractContextManager[Any]:
         """The policy's own lock (reentrant): `sample` holds it while it reads the parameters, and whoever
