@@ -75,10 +75,13 @@ class LMPolicyConfig:
     schedules them itself)."""
     score_batch: int = 8
     """The most samples per no-gradient forward when recording old log-probs."""
-    checkpoint_activations: bool = True
+    checkpoint_activations: bool = False
     """`score` with gradients recomputes each layer's activations in the backward pass instead of keeping
-    them all: measured on SmolLM2-135M, a 1,600-token sample's backward peaks at 3.7 GB instead of 6.0 GB,
-    in the same time on a CPU."""
+    them all: less memory, more time. Off by default where memory allows it, as on this project's machine
+    (24 GiB): bench/lm_update_cost.py on SmolLM2-135M (8 samples of 262-1,416 prompt and 704-1,014 response
+    tokens, micro-batch 1, quiet machine, one run each) took 10.3 s per sample with it against 9.3 s without
+    at 1 thread, 7.3 against 5.8 s at 2 threads, and peaked at 3.3 GiB against 5.5 GiB. Turn it on for
+    models or responses whose backward would not fit."""
     vllm_gpu_memory_utilization: float = 0.3
     """The share of GPU memory vLLM may take (the training copy of the model needs the rest)."""
     vllm_dtype: Literal["bfloat16", "float32"] = "bfloat16"
