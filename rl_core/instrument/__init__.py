@@ -58,9 +58,12 @@ defined by one ``exec(...)`` statement joined to the first line, catches its own
 stage once. The output is checked: with the marker calls removed, its AST must equal the original's;
 otherwise the markers are inserted into the AST and the program re-rendered with `ast.unparse` (comments
 and line numbers lost), checked the same way. A program that does not parse is returned unchanged, with no
-markers: it then fails by itself. `lm_instrument` lets a frozen LM insert the markers, with the same check
-(and the forgery guard), falling back to the rules (``method="lm-fallback"``); in training its halves run
-apart: `lm_markup` where the LM is (the run's supervisor), `accept_lm_markup` where the program runs.
+markers: it then fails by itself, as does a program that declares a source encoding other than UTF-8
+(`render.declares_utf8`: the text checked must be the text run). `lm_instrument` lets a frozen LM insert the
+markers, with the same check, the forgery guard, and one more: each LM marker must follow a statement holding
+an event of its stage, as the rules recognise events (the LM places markers, it does not decide what
+counts); otherwise the rules' markers run (``method="lm-fallback"``). In training its halves run apart:
+`lm_markup` where the LM is (the run's supervisor), `accept_lm_markup` where the program runs.
 
 Also not covered: events the rules do not recognise (a model built by a helper from another module, a
 path held in a function argument); a marker for an event in an ``elif`` test runs after the whole if-chain.
@@ -90,6 +93,7 @@ from rl_core.instrument.markers import (
 from rl_core.instrument.render import (
     CannotRender,
     checked,
+    marker_stages,
     parse_program,
     prelude_edit,
     prelude_statement,
@@ -97,7 +101,7 @@ from rl_core.instrument.render import (
     render_text,
     splice,
 )
-from rl_core.instrument.rules import find_anchors
+from rl_core.instrument.rules import find_anchors, markers_follow_their_events
 
 __all__ = [
     "CHANNEL_ENV",
@@ -214,8 +218,10 @@ def lm_markup(program: str, generate: Callable[[str], str]) -> str:
 
 def accept_lm_markup(program: str, markup: str, nonce: str | None = None) -> Instrumented:
     """The checking half: `markup` (`lm_markup`'s output for `program`, possibly made on another machine)
-    with the marker prelude for `nonce` written in, ``method="lm"``, when `program` passes the forgery guard
-    and `markup` without its marker calls has exactly `program`'s AST and marks at least one stage.
+    with the marker prelude for `nonce` written in, ``method="lm"``, when `program` passes the forgery guard,
+    `markup` without its marker calls has exactly `program`'s AST, marks at least one stage, and every marker
+    follows a statement holding an event of each stage it names, as the AST rules recognise events
+    (`rules.markers_follow_their_events`: six markers right after the imports claim stages no code reached).
     Otherwise the AST rules' `instrument(program, nonce)`, ``method="lm-fallback"``.
 
     >>> changed = "import os\\nprint(1)\\n__practicum_mark__('imports_done')\\n"
@@ -234,9 +240,9 @@ def _with_prelude(markup: str, original_dump: str, nonce: str | None) -> Instrum
     """`markup` with the prelude for `nonce`, if it is the original program plus markers; else None."""
     try:
         stages = checked(markup, original_dump, prelude=False)
+        if not stages or not markers_follow_their_events(ast.parse(markup), marker_stages):
+            return None
     except (RecursionError, MemoryError):
-        return None
-    if not stages:
         return None
     lines = markup.split("\n")
     edit = prelude_edit(ast.parse(markup), lines, prelude_statement())

@@ -5,6 +5,8 @@ its AST equals the original's (`checked`)."""
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Iterable, Mapping
 
 from rl_core.instrument.markers import CHANNEL_ENV, MARK_FUNCTION, MARKER_PREFIX, STAGES
@@ -144,6 +146,11 @@ def _is_marker(stmt: ast.stmt) -> bool:
     )
 
 
+def marker_stages(stmt: ast.stmt) -> set[str] | None:
+    """The stages a marker statement names; None for any other statement."""
+    return {a.value for a in stmt.value.args} if _is_marker(stmt) else None  # type: ignore[attr-defined]
+
+
 def _is_prelude(stmt: ast.stmt) -> bool:
     call = _call_statement(stmt, "exec")
     return (
@@ -181,7 +188,32 @@ def checked(candidate: str, original_dump: str, *, prelude: bool) -> tuple[str, 
 
 
 def parse_program(program: str) -> ast.Module | None:
+    """The program's AST, or None when it does not parse or declares a source encoding other than UTF-8
+    (`declares_utf8`): every instrumenter refuses such a program, which then runs with no markers."""
+    if not declares_utf8(program):
+        return None
     try:
         return ast.parse(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def declares_utf8(program: str) -> bool:
+    """Whether Python reads `program`, written to a file as UTF-8 (as the sandbox writes it), as UTF-8 too.
+
+    A coding cookie (``# coding: utf-7`` in the first two lines) makes the interpreter decode the file
+    otherwise, and then the text it runs is not the text that was checked: in UTF-7, ``+AAo-`` is a line
+    break, so what reads as a comment here runs as a statement there. Checking the text the interpreter
+    would run instead would mean decoding with codecs chosen by the program; refusing is simpler and costs
+    an honest program nothing.
+
+    >>> declares_utf8("# -*- coding: utf-8 -*-\\nx = 1\\n"), declares_utf8("# coding: utf-7\\nx = 1\\n")
+    (True, False)
+    >>> declares_utf8("# coding: no-such-codec\\nx = 1\\n")
+    False
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(program.encode("utf-8", "surrogatepass")).readline)
+    except SyntaxError:  # an unknown codec, or a BOM with a cookie that contradicts it
+        return False
+    return encoding in {"utf-8", "utf-8-sig"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 _MODEL_CLASS = re.compile(
@@ -236,6 +236,8 @@ class _Walker:
         self.function_stages: dict[str, set[str]] = {}  # "name" for functions, ".name" for methods
         self.functions: list[str] = []
         self.class_bodies: set[int] = set()
+        self.within: dict[int, set[str]] = {}  # id(stmt) -> the stages of the events in it, nested included
+        self.enclosing: list[ast.stmt] = []
 
     def body(self, stmts: list[ast.stmt], loops: _Loops = (), no_grad: bool = False) -> None:
         for stmt in stmts:
@@ -243,7 +245,8 @@ class _Walker:
 
     def statement(self, stmt: ast.stmt, body: list[ast.stmt], loops: _Loops, no_grad: bool) -> None:
         events = set().union(*(_call_events(c, self.facts, no_grad) for c in _direct_calls(stmt)))
-        if _LOOP in events:
+        loop_step = _LOOP in events
+        if loop_step:
             events.discard(_LOOP)
             self._add(*(loops[0] if loops else (stmt, body)), {"model_trained"})
         if stmt is self.import_anchor or (
@@ -254,7 +257,12 @@ class _Walker:
             self._credit(events)  # a marker after it would never run: the call sites get it
         elif events:
             self._add(stmt, body, events)
+        found = events | ({"model_trained"} if loop_step else set())
+        for holder in (*self.enclosing, stmt):
+            self.within.setdefault(id(holder), set()).update(found)
+        self.enclosing.append(stmt)
         self._nested(stmt, body, loops, no_grad)
+        self.enclosing.pop()
 
     def _nested(self, stmt: ast.stmt, body: list[ast.stmt], loops: _Loops, no_grad: bool) -> None:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -321,6 +329,37 @@ def _is_import(stmt: ast.stmt) -> bool:
 
 def find_anchors(tree: ast.Module) -> list[Anchor]:
     """Where markers go, iterating until the stages of the program's functions stop changing."""
+    return list(_walk(tree).anchors.values())
+
+
+def event_stages(tree: ast.Module) -> dict[int, set[str]]:
+    """id(statement) -> the stages of the events the rules find in it, in nested blocks too (a training
+    loop holds ``model_trained``; an import statement ``imports_done``). What a marker that follows a
+    statement may claim (`markers_follow_their_events`)."""
+    return _walk(tree).within
+
+
+def markers_follow_their_events(tree: ast.Module, is_marker: Callable[[ast.stmt], set[str] | None]) -> bool:
+    """Whether every marker statement in `tree` (`is_marker` gives its stages, None for other statements)
+    comes right after a statement, other markers aside, that holds an event of each stage it names."""
+    within = event_stages(tree)
+    for node in ast.walk(tree):
+        for name in BLOCK_FIELDS - {"handlers", "cases"}:
+            block = getattr(node, name, None)
+            if not (isinstance(block, list) and block and isinstance(block[0], ast.stmt)):
+                continue
+            previous: ast.stmt | None = None
+            for stmt in block:
+                stages = is_marker(stmt)
+                if stages is None:
+                    previous = stmt
+                elif previous is None or not stages <= within.get(id(previous), set()):
+                    return False
+    return True
+
+
+def _walk(tree: ast.Module) -> _Walker:
+    """The walker after its last pass: the stages of the program's functions no longer change."""
     facts = _gather(tree)
     imports = [s for s in tree.body if _is_import(s)]
     for _ in range(10):
@@ -329,4 +368,4 @@ def find_anchors(tree: ast.Module) -> list[Anchor]:
         if walker.function_stages == facts.function_stages:
             break
         facts.function_stages = walker.function_stages
-    return list(walker.anchors.values())
+    return walker

@@ -63,8 +63,8 @@ def attempt(tmp_path, data_dir):
     )
     counter = itertools.count()
 
-    def attempt(program: str):
-        return run_program(program, task, data_dir / f"attempt-{next(counter)}", nonce=NONCE)
+    def attempt(program: str, **options):
+        return run_program(program, task, data_dir / f"attempt-{next(counter)}", nonce=NONCE, **options)
 
     return attempt
 
@@ -140,3 +140,44 @@ def test_a_program_that_introspects_to_reach_the_marker_earns_no_stage_credit_bu
     program = f"import os, sys\nSTAGES = {list(STAGES)!r}\n{tried(route)}{WRITE}"
     outcome = attempt(program)
     assert (outcome.status, outcome.stages, outcome.valid) == ("ok", (), True), outcome.stderr_tail
+
+
+COOKIE = (
+    "# coding: raw_unicode_escape\n"
+    "import os\n"
+    "if os.environ.get('NEVER_SET'):\n"
+    "    open('input/test.csv').read()\n"
+    "# read as UTF-8 this line is a comment; read as raw_unicode_escape it is three:"
+    " \\u000atry: __practicum_mark__('data_loaded')\\u000aexcept NameError: pass\n"
+)
+"""Issue 24, class 4: the checker reads the text as UTF-8, the interpreter as the cookie says, where
+``\\u000a`` is a line break: the comment's tail runs, naming the marker function where the guard saw no
+name, and claims the stage of a read that never ran (its marker was inserted, so credit used to follow)."""
+
+
+def test_a_coding_cookie_that_hides_code_in_a_comment_earns_no_stage_credit_but_is_graded(attempt):
+    outcome = attempt(COOKIE + WRITE)
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", (), True), outcome.stderr_tail
+
+
+def test_a_utf8_coding_cookie_is_no_obstacle_to_honest_credit(attempt):
+    outcome = attempt("# -*- coding: utf-8 -*-\nimport os\n" + WRITE)
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", HONEST, True), outcome.stderr_tail
+
+
+def test_lm_markers_that_all_follow_the_imports_earn_only_what_the_program_ran(attempt):
+    """Issue 24, class 5: the program has code for every stage but runs none of it past its imports; an LM
+    markup (as a supervisor would ship it) puts all six markers right after the imports."""
+    program = (
+        "import os\n"
+        "def never():\n"
+        "    import pandas as pd\n"
+        "    from sklearn.linear_model import Ridge\n"
+        "    df = pd.read_csv('input/test.csv')\n"
+        "    model = Ridge().fit(df[['x']], df['x'])\n"
+        "    df.assign(y=model.predict(df[['x']])).to_csv('submission/submission.csv')\n"
+    )
+    markup = program.replace("import os\n", f"import os\n__practicum_mark__{STAGES!r}\n", 1)
+    outcome = attempt(program + WRITE, lm_markup=markup + WRITE)
+    assert outcome.status == "ok", outcome.stderr_tail
+    assert (outcome.instrumentation, outcome.stages, outcome.valid) == ("lm-fallback", HONEST, True)

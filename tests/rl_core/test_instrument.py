@@ -576,3 +576,64 @@ def test_a_program_that_calls_the_marker_itself_gets_no_markers(forgery):
 def test_ordinary_code_that_looks_like_introspection_still_gets_markers(innocent):
     program = f"import pandas as pd\ndf = pd.read_csv('input/train.csv')\n{innocent}\n"
     assert instrument(program, NONCE).inserted == ("imports_done", "data_loaded")
+
+
+# Issue 24, class 5: the LM's markers must follow the events they name.
+
+TRAINS = (
+    "import pandas as pd\nfrom sklearn.linear_model import Ridge\n"
+    "df = pd.read_csv('input/train.csv')\nmodel = Ridge()\n"
+    "for epoch in range(3):\n    model.fit(df[['x']], df['y'])\nprint(model)\n"
+)
+
+
+def markup_after(program: str, anchor: str, *stages: str) -> str:
+    """`program` with one marker statement for `stages` on a new line after the line starting `anchor`,
+    indented as that line (as the line before it when `anchor` starts with "<": after a loop's body)."""
+    lines = program.split("\n")
+    dedent = anchor.startswith("<")
+    index = next(i for i, line in enumerate(lines) if line.startswith(anchor.lstrip("<")))
+    line = lines[index - 1] if dedent else lines[index]
+    indent = line[: len(line) - len(line.lstrip())]
+    lines.insert(index + 1, indent + f"__practicum_mark__({', '.join(map(repr, stages))})")
+    return "\n".join(lines)
+
+
+def test_lm_markers_all_right_after_the_imports_are_refused_for_the_rules():
+    markup = markup_after(TRAINS, "from sklearn", *STAGES)
+    out = accept_lm_markup(TRAINS, markup, NONCE)
+    assert (out.method, out.inserted) == ("lm-fallback", instrument(TRAINS).inserted)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "stage"),
+    [
+        ("from sklearn", "imports_done"),
+        ("df = ", "data_loaded"),
+        ("model = ", "model_defined"),
+        ("<    model.fit", "model_trained"),  # after the loop that holds the fit
+        ("    model.fit", "model_trained"),  # right after the fit, inside the loop
+    ],
+)
+def test_an_lm_marker_right_after_a_statement_holding_its_event_is_accepted(anchor, stage):
+    out = accept_lm_markup(TRAINS, markup_after(TRAINS, anchor, stage), NONCE)
+    assert (out.method, out.inserted) == ("lm", (stage,))
+
+
+@pytest.mark.parametrize(
+    ("anchor", "stage"),
+    [
+        ("import pandas", "imports_done"),  # an import, but not the last: the imports are not done
+        ("df = ", "model_defined"),
+        ("model = ", "model_trained"),
+        ("print(model)", "predictions_made"),
+    ],
+)
+def test_an_lm_marker_after_a_statement_without_its_event_is_refused(anchor, stage):
+    out = accept_lm_markup(TRAINS, markup_after(TRAINS, anchor, stage), NONCE)
+    assert out.method == "lm-fallback"
+
+
+def test_an_lm_marker_first_in_its_block_follows_nothing_and_is_refused():
+    markup = TRAINS.replace("    model.fit", "    __practicum_mark__('model_trained')\n    model.fit")
+    assert accept_lm_markup(TRAINS, markup, NONCE).method == "lm-fallback"
