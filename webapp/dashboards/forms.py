@@ -19,8 +19,8 @@ CONFIG_FIELDS = (
     "policy", "model", "warm_start", "warm_start_demos", "imitate_runs", "seed_baseline", "baseline_program",
     "attempts", "actors", "batch", "sync", "duration_aware", "duration_weighting", "improve_from",
     "instrument", "instrumenter", "final_evaluation", "reward_preset", "failure_reward", "credit_per_stage",
-    "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef", "advantage", "prompt_style",
-    "temperature", "max_new_tokens", "lm_engine", "seed", "sample_ahead", "max_staleness",
+    "credit_valid", "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef", "advantage",
+    "prompt_style", "temperature", "max_new_tokens", "lm_engine", "seed", "sample_ahead", "max_staleness",
 )  # fmt: skip
 """The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
@@ -120,6 +120,10 @@ class RunStartForm(forms.Form):
         required=False, help_text="Reward of an attempt without a valid submission; blank: the preset's."
     )
     credit_per_stage = forms.FloatField(required=False, initial=DEFAULTS.credit_per_stage, min_value=0)
+    credit_valid = forms.BooleanField(
+        required=False, initial=DEFAULTS.credit_valid, label="Stage credit for valid submissions too",
+        help_text="On (the paper's): a valid submission earns score plus stages; off: its score alone.",
+    )  # fmt: skip
     reward_mode = forms.ChoiceField(
         required=False,
         choices=[("score", "score"), ("percentile", "leaderboard percentile (where there is one)")],

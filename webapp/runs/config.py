@@ -82,6 +82,10 @@ class RunConfig:
     normalized, -10.0 paper)."""
     credit_per_stage: float = 0.1
     """Reward per instrumentation stage reached."""
+    credit_valid: bool = True
+    """Whether a valid submission earns the stage credit on top of its score (the paper's reward), or its
+    score alone (stage credit then only lifts failed attempts). It changes what pays: with it, a valid but
+    trivial program and a valid full pipeline differ by their stages too (rl_core.reward)."""
     reward_mode: Literal["score", "percentile"] = "score"
     """"percentile": a valid submission is rewarded by its leaderboard percentile where the competition has
     a leaderboard (rl_core.reward)."""
@@ -166,6 +170,10 @@ class RunConfig:
                 raise ValueError(f"config: {name} must be 0 or more, not {getattr(self, name)!r}.")
         if not 0 <= self.improve_prob <= 1:
             raise ValueError(f"config: improve_prob must be between 0 and 1, not {self.improve_prob!r}.")
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(field.default, bool) and not isinstance(value, bool):
+                raise ValueError(f"config: {field.name} must be true or false, not {value!r}.")
         if self.failure_reward is not None and not math.isfinite(self.failure_reward):
             raise ValueError(f"config: failure_reward must be a finite number, not {self.failure_reward!r}.")
         self.check_choices()
@@ -242,6 +250,7 @@ class RunConfig:
             preset=self.reward_preset,
             failure_reward=self.failure_reward,
             credit_per_stage=self.credit_per_stage,
+            credit_valid=self.credit_valid,
             mode=self.reward_mode,
         )
 

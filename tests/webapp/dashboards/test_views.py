@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 FORM = {
     "policy": "grammar", "model": "", "attempts": 4, "actors": 1, "batch": 2, "duration_aware": "on",
-    "instrument": "on", "reward_preset": "normalized", "improve_prob": 0.5, "objective": "ppo", "lr": 0.05,
-    "seed": 3,
+    "instrument": "on", "credit_valid": "on", "reward_preset": "normalized", "improve_prob": 0.5,
+    "objective": "ppo", "lr": 0.05, "seed": 3,
 }  # fmt: skip
 
 
@@ -38,11 +38,19 @@ def test_starting_a_run_from_the_form_creates_it_with_the_submitted_settings(
     assert len(callbacks) == 2  # the run's live event, and handing it to a supervisor
 
 
-def test_unticked_switches_turn_duration_aware_updates_and_instrumentation_off(as_user, owner, competition):
-    data = {k: v for k, v in start_form(competition).items() if k not in ("duration_aware", "instrument")}
+def test_unticked_switches_turn_duration_aware_updates_instrumentation_and_credit_valid_off(
+    as_user, owner, competition
+):
+    switches = ("duration_aware", "instrument", "credit_valid")
+    data = {k: v for k, v in start_form(competition).items() if k not in switches}
     as_user(owner).post(reverse("dashboards:run_start"), data)
     config = Run.objects.get().config
-    assert config["duration_aware"] is False and config["instrument"] is False
+    assert [config[name] for name in switches] == [False, False, False]
+
+
+def test_the_start_page_ticks_credit_for_valid_submissions_as_the_paper_does(as_user, owner):
+    form = as_user(owner).get(reverse("dashboards:run_start")).context["form"]
+    assert form["credit_valid"].value() is True
 
 
 def test_a_setting_the_run_config_rejects_is_shown_next_to_its_field(as_user, owner, competition):

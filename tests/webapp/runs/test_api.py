@@ -117,6 +117,20 @@ def test_starting_a_run_through_the_api_checks_its_config(api, owner, competitio
     assert response.status_code == 400 and "batch" in response.json()["error"] and not Run.objects.exists()
 
 
+@pytest.mark.parametrize(("credit_valid", "status"), [(False, 201), (True, 201), ("no", 400)])
+def test_the_api_takes_credit_valid_as_a_boolean_and_names_it_when_it_is_not(
+    api, owner, competition, credit_valid, status
+):
+    api.force_authenticate(owner)
+    body = {"competitions": [competition.slug], "config": {"credit_valid": credit_valid}}
+    response = api.post("/api/runs/", body, format="json")
+    assert response.status_code == status
+    if status == 201:
+        assert Run.objects.get().config["credit_valid"] is credit_valid
+    else:
+        assert response.json()["error"] == "config: credit_valid must be true or false, not 'no'."
+
+
 def test_starting_a_run_through_the_api_creates_it(
     api, owner, competition, django_capture_on_commit_callbacks
 ):

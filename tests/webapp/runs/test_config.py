@@ -19,12 +19,16 @@ def test_the_reward_settings_become_rl_cores_reward_config():
     assert (reward.preset, reward.failure, reward.credit_per_stage) == ("paper", -10.0, 0.2)
     assert reward.mode == "percentile"
     assert RunConfig(failure_reward=-3.0).reward_config().failure == -3.0
+    assert RunConfig().reward_config().credit_valid
+    assert not RunConfig(credit_valid=False).reward_config().credit_valid
 
 
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
         ({"batch": 0}, "config: batch must be positive, not 0."),
+        ({"credit_valid": "no"}, "config: credit_valid must be true or false, not 'no'."),
+        ({"sync": 1}, "config: sync must be true or false, not 1."),
         ({"temperature": 0.0}, "config: temperature must be positive"),
         ({"kl_coef": -0.1}, "config: kl_coef must be 0 or more"),
         ({"reward_mode": "vibes"}, "config: reward_mode must be 'score' or 'percentile', not 'vibes'."),

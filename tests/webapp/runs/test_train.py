@@ -51,6 +51,20 @@ def test_a_run_in_slot_mode_with_paper_weights_stores_its_settings_and_finishes(
     assert run.status == Run.Status.FINISHED and summary["attempts"] == 6
 
 
+def test_without_credit_valid_a_valid_attempt_earns_its_score_alone_and_a_failed_one_its_stages(iris):
+    summary = train(
+        "iris-species", "--attempts", "4", "--actors", "2", "--batch", "2", "--seed", "1",
+        "--no-credit-valid", "--credit-per-stage", "5",
+    )  # fmt: skip
+    run = Run.objects.get(id=summary["run_id"])
+    assert run.config["credit_valid"] is False
+    attempts = list(run.attempts.all())
+    valid = [a for a in attempts if a.valid]
+    assert valid and all(a.stages for a in valid)
+    assert all(a.reward < 5 for a in valid)  # five stages at 5 each would be 25 on top of the score
+    assert all(a.reward == -1.0 + 5 * len(a.stages) for a in attempts if not a.valid)
+
+
 def test_evaluate_runs_solve_then_improve_with_the_final_policy_and_keeps_the_better(iris):
     summary = train(
         "iris-species", "--attempts", "2", "--actors", "2", "--batch", "2", "--evaluate", "--public"

@@ -74,6 +74,9 @@ class Command(JsonCommand):
         parser.add_argument("--sync", action="store_true")
         parser.add_argument("--no-duration-aware", action="store_true")
         parser.add_argument("--no-instrumentation", action="store_true")
+        parser.add_argument(
+            "--no-credit-valid", action="store_true", help="a valid submission earns its score alone"
+        )
         parser.add_argument("--evaluate", action="store_true", help="then solve, improve, keep the better")
         parser.add_argument("--lr", type=float, default=None, help="default: 0.05 grammar, 1e-4 lm")
         parser.add_argument("--seed", type=int, default=0)
@@ -146,6 +149,7 @@ def config_fields(options) -> dict:
         "sync": options["sync"],
         "duration_aware": not options["no_duration_aware"],
         "instrument": not options["no_instrumentation"],
+        "credit_valid": not options["no_credit_valid"],
         "final_evaluation": options["evaluate"],
         "seed": options["seed"],
         "lr": options["lr"],
