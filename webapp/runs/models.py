@@ -120,7 +120,10 @@ class Attempt(models.Model):
 
     class Meta:
         ordering = ["run", "number"]
-        constraints = [models.UniqueConstraint(fields=["run", "key"], name="attempt_key_unique_per_run")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "key"], name="attempt_key_unique_per_run"),
+            models.UniqueConstraint(fields=["run", "number"], name="attempt_number_unique_per_run"),
+        ]
         indexes = [models.Index(fields=["run", "finished_at"])]
 
     def __str__(self) -> str:

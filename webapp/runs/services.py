@@ -74,8 +74,10 @@ def run_cancel(*, run_id: int) -> Run:
 def attempt_start(
     *, run_id: int, key: str, competition: Competition, sample_fields: dict[str, Any], policy_version: int
 ) -> Attempt:
-    """Record a dispatched attempt. Idempotent by `key`: a re-dispatch after a restart counts a new try."""
+    """Record a dispatched attempt. Idempotent by `key`: a re-dispatch after a restart counts a new try.
+    Numbers are given under a lock on the run, so attempts started at once still get 1, 2, 3, ..."""
     with transaction.atomic():
+        Run.objects.select_for_update().only("id").get(id=run_id)
         attempt = Attempt.objects.select_for_update().filter(run_id=run_id, key=key).first()
         if attempt is not None:
             if not attempt.is_finished:

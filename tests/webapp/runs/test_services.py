@@ -3,9 +3,12 @@ duplicate deliveries change nothing."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.db import IntegrityError, transaction
 
 from rl_core.outcome import AttemptOutcome
 from webapp.runs import services
@@ -63,6 +66,37 @@ def test_starting_an_attempt_twice_records_one_attempt_and_counts_a_try(run):
     start(run)
     again = start(run)
     assert Attempt.objects.count() == 1 and again.tries == 2
+
+
+def test_attempts_started_at_once_get_distinct_consecutive_numbers(run):
+    """Eight threads, each its own database connection, start attempts of one run at the same moment."""
+    from django.db import connection
+
+    barrier, numbers, errors = threading.Barrier(8), [], []
+
+    def start_one(index: int) -> None:
+        try:
+            barrier.wait()
+            numbers.append(start(run, key=f"{index}-0").number)
+        except Exception as error:  # reported by the assertion below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=start_one, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and sorted(numbers) == list(range(1, 9))
+
+
+def test_the_database_refuses_a_second_attempt_with_the_same_number(run):
+    first = start(run)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.create(
+            run=run, key="other", competition=first.competition, policy_version=0, number=first.number
+        )
 
 
 def test_a_duplicate_result_is_stored_once(run):
