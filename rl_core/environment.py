@@ -75,6 +75,27 @@ def _reward(task: TaskFiles, grade: Grade, stages: int, config: RewardConfig) ->
     )
 
 
+def confirmed(stages: tuple[str, ...], result: ExecutionResult) -> tuple[str, ...]:
+    """The marked stages that the evidence gathered outside the program agrees with (a program can write a
+    marker line, not what the kernel saw it do):
+
+    - data_loaded only when the sandbox saw the program open or read a public file (`inputs_read`; where
+      reads could not be observed, None, the marker alone counts);
+    - submission_written only when the sandbox found ``submission/submission.csv`` as a regular file.
+
+    The other stages rest on the marker function's checks inside the program (marker_function).
+
+    >>> nothing_done = ExecutionResult("ok", 0, 1.0, "", "", None, "bwrap", inputs_read=())
+    >>> confirmed(("imports_done", "data_loaded", "submission_written"), nothing_done)
+    ('imports_done',)
+    """
+    outside = {
+        "data_loaded": result.inputs_read is None or bool(result.inputs_read),
+        "submission_written": result.submission_path is not None,
+    }
+    return tuple(s for s in stages if outside.get(s, True))
+
+
 def _grade(result: ExecutionResult, task: TaskFiles) -> Grade:
     if result.status != "ok":
         return Grade(valid=False, score=None, error=f"The program did not finish (status {result.status}).")
@@ -140,7 +161,7 @@ def run_program(
             marker_nonce=nonce if instrumented.inserted else None,
         )
     )
-    stages = credited_stages(result.marker_lines, nonce, instrumented.inserted)
+    stages = confirmed(credited_stages(result.marker_lines, nonce, instrumented.inserted), result)
     grade = _grade(result, task)
     return AttemptOutcome(
         status=result.status,

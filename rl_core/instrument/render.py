@@ -5,36 +5,34 @@ its AST equals the original's (`checked`)."""
 from __future__ import annotations
 
 import ast
+import inspect
 import io
 import tokenize
 from collections.abc import Iterable, Mapping
 
-from rl_core.instrument.markers import CHANNEL_ENV, MARK_FUNCTION, MARKER_PREFIX, STAGES
-from rl_core.instrument.rules import BLOCK_FIELDS, Anchor
+from rl_core.instrument import marker_function
+from rl_core.instrument.markers import MARK_FUNCTION, STAGES
+from rl_core.instrument.rules import BLOCK_FIELDS, Anchor, CallAnchor, Placement
 
-_MARK_SOURCE = """def __practicum_mark__(*stages, _seen=set(), _link=[]):
-    import os
-    if not _link:
-        try:
-            fd = int(os.environ.pop(CHANNEL_ENV))
-            os.set_inheritable(fd, False)
-            _link[:] = [fd, os.read(fd, 64).strip()]
-        except Exception:
-            _link[:] = [-1, b""]
-        return
-    new = [s for s in stages if s not in _seen]
-    _seen.update(new)
-    try:
-        os.write(_link[0], b"".join(PREFIX + _link[1] + b":" + s.encode() + b"\\n" for s in new))
-    except Exception:
-        pass
-__practicum_mark__()
-""".replace("CHANNEL_ENV", repr(CHANNEL_ENV)).replace("PREFIX", repr(MARKER_PREFIX.encode()))
-"""The marker function. Its first call, from the prelude itself before any of the program's code runs,
-takes the channel's descriptor from the environment (removing it there, and from child processes) and
-reads the attempt's nonce from the channel: the nonce is never in the program's text, its environment or
-its arguments. Each later call writes the lines of the stages not yet marked to the channel, never to
-stdout. Without a channel (the program run by hand) markers write nothing."""
+
+def _marker_source() -> str:
+    """`marker_function.__practicum_mark__` as compact source (no docstrings, annotations or comments),
+    then its first call."""
+    module = ast.parse(inspect.getsource(marker_function))
+    function = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == MARK_FUNCTION)
+    for node in ast.walk(function):
+        if isinstance(node, ast.FunctionDef):
+            node.returns = None
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                node.body = node.body[1:]
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+    return f"{ast.unparse(function)}\n{MARK_FUNCTION}()\n"
+
+
+_MARK_SOURCE = _marker_source()
+"""The marker function (rl_core.instrument.marker_function, which says what evidence each stage needs)."""
 
 
 def prelude_statement() -> str:
@@ -43,7 +41,11 @@ def prelude_statement() -> str:
 
 
 def _mark_call(stages: Iterable[str]) -> str:
-    return f"{MARK_FUNCTION}({', '.join(repr(s) for s in STAGES if s in set(stages))})"
+    return f"{MARK_FUNCTION}({_stage_list(stages)})"
+
+
+def _stage_list(stages: Iterable[str]) -> str:
+    return ", ".join(repr(s) for s in STAGES if s in set(stages))
 
 
 class CannotRender(Exception):
@@ -88,13 +90,15 @@ def _line_start(anchor: Anchor, parents: Mapping[int, ast.stmt], lines: list[str
     return stmt
 
 
-def render_text(program: str, tree: ast.Module, anchors: list[Anchor]) -> str:
-    """The program with markers spliced into its own text (simple statements: `; mark(...)` on the line)."""
+def render_text(program: str, tree: ast.Module, placement: Placement) -> str:
+    """The program with markers spliced into its own text, line numbers kept: each event call's callee
+    wrapped in place, ``imports_done`` as ``; mark(...)`` on the last import's line (or a new line after a
+    compound one), and the prelude joined to the first statement."""
     lines = program.split("\n")
     parents = {id(c): p for p in ast.walk(tree) if isinstance(p, ast.If) for c in p.orelse}
     inline: list[tuple[int, int, str]] = []
     new_lines: list[tuple[int, str]] = []
-    for anchor in anchors:
+    for anchor in placement.imports:
         call = _mark_call(anchor.stages)
         if _is_compound(anchor.stmt):
             stmt = _line_start(anchor, parents, lines)
@@ -102,14 +106,24 @@ def render_text(program: str, tree: ast.Module, anchors: list[Anchor]) -> str:
             new_lines.append((stmt.end_lineno, indent + call))  # type: ignore[arg-type]
         else:
             inline.append((anchor.stmt.end_lineno - 1, anchor.stmt.end_col_offset, "; " + call))  # type: ignore[operator,arg-type]
+    for wrapped in sorted(placement.calls, key=_span):  # inner first: at one column, the outer ends up left
+        func = wrapped.call.func
+        inline.append((func.lineno - 1, func.col_offset, f"{MARK_FUNCTION}({_stage_list(wrapped.stages)}, "))
+        inline.append((func.end_lineno - 1, func.end_col_offset, ")"))  # type: ignore[operator,arg-type]
     edit = prelude_edit(tree, lines, prelude_statement())
     (inline if len(edit) == 3 else new_lines).append(edit)  # type: ignore[arg-type]
     return splice(lines, inline, new_lines)
 
 
+def _span(anchor: CallAnchor) -> tuple[int, int]:
+    func = anchor.call.func
+    return func.end_lineno - func.lineno, func.end_col_offset - func.col_offset  # type: ignore[operator]
+
+
 def splice(lines: list[str], inline: list[tuple[int, int, str]], new_lines: list[tuple[int, str]]) -> str:
-    """Apply edits to `lines`: texts inserted at (line index, byte column), and new lines before an index."""
-    for index, column, text in sorted(inline, reverse=True):
+    """Apply edits to `lines`: texts inserted at (line index, byte column), and new lines before an index.
+    Texts at one position are inserted in list order, each left of those before it."""
+    for index, column, text in sorted(inline, key=lambda edit: edit[:2], reverse=True):  # stable: list order
         encoded = lines[index].encode()
         lines[index] = (encoded[:column] + text.encode() + encoded[column:]).decode()
     for index, text in sorted(new_lines, key=lambda item: item[0], reverse=True):
@@ -117,11 +131,14 @@ def splice(lines: list[str], inline: list[tuple[int, int, str]], new_lines: list
     return "\n".join(lines)
 
 
-def render_ast(tree: ast.Module, anchors: list[Anchor]) -> str:
-    """The program re-rendered from its AST with marker statements inserted (used when splicing fails)."""
-    for anchor in anchors:
+def render_ast(tree: ast.Module, placement: Placement) -> str:
+    """The program re-rendered from its AST with the markers in (used when splicing fails)."""
+    for anchor in placement.imports:
         index = next(i for i, s in enumerate(anchor.body) if s is anchor.stmt)
         anchor.body.insert(index + 1, ast.parse(_mark_call(anchor.stages)).body[0])
+    for wrapped in placement.calls:
+        stages: list[ast.expr] = [ast.Constant(s) for s in STAGES if s in wrapped.stages]
+        wrapped.call.func = ast.Call(ast.Name(MARK_FUNCTION, ast.Load()), [*stages, wrapped.call.func], [])
     tree.body.insert(_prelude_index(tree), ast.parse(prelude_statement()).body[0])
     return ast.unparse(ast.fix_missing_locations(tree))
 
@@ -161,9 +178,39 @@ def _is_prelude(stmt: ast.stmt) -> bool:
     )
 
 
+class _Unwrap(ast.NodeTransformer):
+    """Turns each wrapped call ``__practicum_mark__("stage", f)(x)`` back into ``f(x)``, noting the stages."""
+
+    def __init__(self) -> None:
+        self.stages: set[str] = set()
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        wrapper = node.func
+        if isinstance(wrapper, ast.Call) and _is_wrapper(wrapper):
+            self.stages.update(a.value for a in wrapper.args[:-1])  # type: ignore[attr-defined]
+            node.func = wrapper.args[-1]
+        return node
+
+
+def _is_wrapper(call: ast.Call) -> bool:
+    """``__practicum_mark__("stage", ..., callee)``: known stages, then one plain expression."""
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id == MARK_FUNCTION
+        and not call.keywords
+        and len(call.args) >= 2
+        and all(isinstance(a, ast.Constant) and a.value in STAGES for a in call.args[:-1])
+        and not isinstance(call.args[-1], ast.Starred)
+    )
+
+
 def _strip(tree: ast.Module, *, prelude: bool) -> tuple[ast.Module, set[str]]:
-    """The tree without marker statements (and the prelude, when asked), and the stages the markers named."""
-    stages: set[str] = set()
+    """The tree without its markers (statements and call wrappers; the prelude too, when asked), and the
+    stages they named."""
+    unwrap = _Unwrap()
+    tree = unwrap.visit(tree)
+    stages = unwrap.stages
     for node in ast.walk(tree):
         for name in BLOCK_FIELDS - {"handlers", "cases"}:
             block = getattr(node, name, None)
@@ -173,6 +220,11 @@ def _strip(tree: ast.Module, *, prelude: bool) -> tuple[ast.Module, set[str]]:
                         stages.update(a.value for a in stmt.value.args)
                 block[:] = [s for s in block if not _is_marker(s) and not (prelude and _is_prelude(s))]
     return tree, stages
+
+
+def strip_markers(tree: ast.Module) -> ast.Module:
+    """`tree` (changed in place) without its marker statements and call wrappers, the prelude kept."""
+    return _strip(tree, prelude=False)[0]
 
 
 def checked(candidate: str, original_dump: str, *, prelude: bool) -> tuple[str, ...] | None:

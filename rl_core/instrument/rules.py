@@ -1,5 +1,6 @@
-"""Where markers go: the rules that recognise each stage's events in a program's AST (`anchors`), and the
-statements after which their markers are inserted."""
+"""Where markers go: the rules that recognise each stage's event calls in a program's AST (`find_placement`:
+the calls to wrap, and the last import), and what a marker statement of an LM may claim (`event_stages`,
+`markers_follow_their_events`, `placement_within`)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,6 @@ _PREDICTS = {"predict", "predict_proba", "predict_log_proba", "decision_function
 _WRITERS = {"to_csv", "write_csv", "savetxt"}
 _BOOSTING_MODULES = {"lgb", "lightgbm", "xgb", "xgboost"}
 _NO_GRAD = {"no_grad", "inference_mode"}
-_LOOP = "__loop__"  # an event whose marker belongs after the enclosing training loop
 
 
 def _name(node: ast.AST) -> str:
@@ -78,7 +78,6 @@ class _Facts:
     preprocessors: set[str] = field(default_factory=set)
     paths: dict[str, set[str]] = field(default_factory=lambda: {"input": set(), "submission": set()})
     functions: dict[str, list[ast.AST]] = field(default_factory=dict)
-    function_stages: dict[str, set[str]] = field(default_factory=dict)
 
     def is_model_class(self, name: str) -> bool:
         return name in self.model_classes or (bool(_MODEL_CLASS.match(name)) and name not in self.functions)
@@ -152,11 +151,10 @@ def _is_torch_layer(func: ast.expr) -> bool:
 
 
 def _call_events(call: ast.Call, facts: _Facts, no_grad: bool) -> set[str]:
-    """The stages one call is an event of (with `_LOOP` for a training-loop step)."""
+    """The stages one call is an event of."""
     func, name = call.func, _name(call.func)
     receiver, args = _receiver(func), [*call.args, *(k.value for k in call.keywords)]
-    key = name if isinstance(func, ast.Name) else "." + name  # functions are called by name, methods not
-    events: set[str] = set(facts.function_stages.get(key, ()))
+    events: set[str] = set()
     if _is_data_read(call, name, receiver, args, facts):
         events.add("data_loaded")
     if facts.is_model_class(name) or _is_torch_layer(func) or _is_pretrained_model(name, receiver):
@@ -166,7 +164,7 @@ def _call_events(call: ast.Call, facts: _Facts, no_grad: bool) -> set[str]:
     if _is_fit(call, name, facts) or name in _CROSS_VALIDATION or (name == "train" and "trainer" in receiver):
         events.add("model_trained")
     if name == "backward" or (name == "step" and "opt" in receiver.lower()):
-        events.add(_LOOP)
+        events.add("model_trained")  # a training step: the evidence checks it really stepped
     if name in _PREDICTS or (no_grad and (name in facts.models or name == "forward")):
         events.add("predictions_made")
     if _is_submission_write(call, name, receiver, args, facts):
@@ -217,81 +215,78 @@ def _is_submission_write(
 
 @dataclass
 class Anchor:
-    """Markers for `stages` go right after `stmt`, which sits in the statement list `body`."""
+    """A marker statement for `stages` goes right after `stmt`, which sits in the statement list `body`
+    (``imports_done`` only: an import that completed has run)."""
 
     stmt: ast.stmt
     body: list[ast.stmt]
     stages: set[str]
 
 
-_Loops = tuple[tuple[ast.stmt, list[ast.stmt]], ...]
+@dataclass
+class CallAnchor:
+    """`call` is an event of `stages`: its callee is wrapped, so its markers can fire only when the call
+    itself is evaluated and returns (never for a call in an untaken branch, an uncalled lambda, a loop that
+    ran zero times), and then only on the evidence its result and receiver give (`marker_function`)."""
+
+    call: ast.Call
+    stages: set[str]
+
+
+@dataclass
+class Placement:
+    """Where one program's markers go."""
+
+    imports: list[Anchor]
+    calls: list[CallAnchor]
+
+    @property
+    def stages(self) -> set[str]:
+        return set().union(*(a.stages for a in self.imports), *(a.stages for a in self.calls))
 
 
 class _Walker:
-    """Finds the anchors of one program, given the facts and the stages of its functions so far."""
+    """Finds the events of one program, statement by statement, given the facts about its names."""
 
     def __init__(self, facts: _Facts, import_anchor: ast.stmt | None) -> None:
         self.facts, self.import_anchor = facts, import_anchor
-        self.anchors: dict[int, Anchor] = {}
-        self.function_stages: dict[str, set[str]] = {}  # "name" for functions, ".name" for methods
-        self.functions: list[str] = []
-        self.class_bodies: set[int] = set()
+        self.placement = Placement([], [])
         self.within: dict[int, set[str]] = {}  # id(stmt) -> the stages of the events in it, nested included
         self.enclosing: list[ast.stmt] = []
 
-    def body(self, stmts: list[ast.stmt], loops: _Loops = (), no_grad: bool = False) -> None:
+    def body(self, stmts: list[ast.stmt], no_grad: bool = False) -> None:
         for stmt in stmts:
-            self.statement(stmt, stmts, loops, no_grad)
+            self.statement(stmt, stmts, no_grad)
 
-    def statement(self, stmt: ast.stmt, body: list[ast.stmt], loops: _Loops, no_grad: bool) -> None:
-        events = set().union(*(_call_events(c, self.facts, no_grad) for c in _direct_calls(stmt)))
-        loop_step = _LOOP in events
-        if loop_step:
-            events.discard(_LOOP)
-            self._add(*(loops[0] if loops else (stmt, body)), {"model_trained"})
+    def statement(self, stmt: ast.stmt, body: list[ast.stmt], no_grad: bool) -> None:
+        found: set[str] = set()
+        for call in _direct_calls(stmt):
+            stages = _call_events(call, self.facts, no_grad)
+            if stages:
+                self.placement.calls.append(CallAnchor(call, stages))
+                found |= stages
         if stmt is self.import_anchor or (
             self.import_anchor is None and isinstance(stmt, ast.Import | ast.ImportFrom)
         ):
-            events.add("imports_done")
-        if isinstance(stmt, ast.Return | ast.Raise):
-            self._credit(events)  # a marker after it would never run: the call sites get it
-        elif events:
-            self._add(stmt, body, events)
-        found = events | ({"model_trained"} if loop_step else set())
+            self.placement.imports.append(Anchor(stmt, body, {"imports_done"}))
+            found.add("imports_done")
         for holder in (*self.enclosing, stmt):
             self.within.setdefault(id(holder), set()).update(found)
         self.enclosing.append(stmt)
-        self._nested(stmt, body, loops, no_grad)
+        self._nested(stmt, no_grad)
         self.enclosing.pop()
 
-    def _nested(self, stmt: ast.stmt, body: list[ast.stmt], loops: _Loops, no_grad: bool) -> None:
+    def _nested(self, stmt: ast.stmt, no_grad: bool) -> None:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            self.functions.append(("." if id(body) in self.class_bodies else "") + stmt.name)
-            self.body(stmt.body, (), any(_name(d) in _NO_GRAD for d in stmt.decorator_list))
-            self.functions.pop()
+            self.body(stmt.body, any(_name(d) in _NO_GRAD for d in stmt.decorator_list))
         elif isinstance(stmt, ast.ClassDef):
-            self.class_bodies.add(id(stmt.body))
             self.body(stmt.body)
-        elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
-            self.body(stmt.body, (*loops, (stmt, body)), no_grad)
-            self.body(stmt.orelse, loops, no_grad)
         elif isinstance(stmt, ast.With | ast.AsyncWith):
             entering = any(_name(item.context_expr) in _NO_GRAD for item in stmt.items)
-            self.body(stmt.body, loops, no_grad or entering)
+            self.body(stmt.body, no_grad or entering)
         else:
             for block in _blocks(stmt):
-                self.body(block, loops, no_grad)
-
-    def _add(self, stmt: ast.stmt, body: list[ast.stmt], stages: set[str]) -> None:
-        anchor = self.anchors.setdefault(id(stmt), Anchor(stmt, body, set()))
-        anchor.stages |= stages
-        self._credit(stages)
-
-    def _credit(self, stages: set[str]) -> None:
-        """Calls to the enclosing functions are events of `stages` too (dunder methods excepted)."""
-        for function in self.functions:
-            if not function.lstrip(".").startswith("__"):
-                self.function_stages.setdefault(function, set()).update(stages - {"imports_done"})
+                self.body(block, no_grad)
 
 
 def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
@@ -327,22 +322,24 @@ def _is_import(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Import)
 
 
-def find_anchors(tree: ast.Module) -> list[Anchor]:
-    """Where markers go, iterating until the stages of the program's functions stop changing."""
-    return list(_walk(tree).anchors.values())
+def find_placement(tree: ast.Module) -> Placement:
+    """Where the markers of `tree` go: the event calls to wrap, and the statement after the imports."""
+    return _walk(tree).placement
 
 
 def event_stages(tree: ast.Module) -> dict[int, set[str]]:
     """id(statement) -> the stages of the events the rules find in it, in nested blocks too (a training
-    loop holds ``model_trained``; an import statement ``imports_done``). What a marker that follows a
-    statement may claim (`markers_follow_their_events`)."""
+    loop holds ``model_trained``; the last import ``imports_done``). What a marker that follows a statement
+    may claim (`markers_follow_their_events`)."""
     return _walk(tree).within
 
 
-def markers_follow_their_events(tree: ast.Module, is_marker: Callable[[ast.stmt], set[str] | None]) -> bool:
-    """Whether every marker statement in `tree` (`is_marker` gives its stages, None for other statements)
-    comes right after a statement, other markers aside, that holds an event of each stage it names."""
-    within = event_stages(tree)
+def marker_claims(
+    tree: ast.Module, is_marker: Callable[[ast.stmt], set[str] | None]
+) -> list[tuple[ast.stmt | None, set[str]]]:
+    """Each marker statement of `tree` (`is_marker` gives its stages, None for other statements) as (the
+    statement it follows, other markers aside; None when it comes first in its block, its stages)."""
+    claims: list[tuple[ast.stmt | None, set[str]]] = []
     for node in ast.walk(tree):
         for name in BLOCK_FIELDS - {"handlers", "cases"}:
             block = getattr(node, name, None)
@@ -353,19 +350,35 @@ def markers_follow_their_events(tree: ast.Module, is_marker: Callable[[ast.stmt]
                 stages = is_marker(stmt)
                 if stages is None:
                     previous = stmt
-                elif previous is None or not stages <= within.get(id(previous), set()):
-                    return False
-    return True
+                else:
+                    claims.append((previous, stages))
+    return claims
+
+
+def markers_follow_their_events(tree: ast.Module, is_marker: Callable[[ast.stmt], set[str] | None]) -> bool:
+    """Whether every marker statement in `tree` comes right after a statement, other markers aside, that
+    holds an event of each stage it names."""
+    within = event_stages(tree)
+    return all(
+        previous is not None and stages <= within.get(id(previous), set())
+        for previous, stages in marker_claims(tree, is_marker)
+    )
+
+
+def placement_within(placement: Placement, claims: list[tuple[ast.stmt, set[str]]]) -> Placement:
+    """The part of `placement` inside the claimed statements, for the stages claimed there: the events an
+    LM's markers point at, to be marked as the rules mark them."""
+    chosen = Placement([], [])
+    for stmt, stages in claims:
+        nodes = {id(n) for n in ast.walk(stmt)}
+        chosen.imports += [a for a in placement.imports if id(a.stmt) in nodes and "imports_done" in stages]
+        inside = [a for a in placement.calls if id(a.call) in nodes and a.stages & stages]
+        chosen.calls += [CallAnchor(a.call, a.stages & stages) for a in inside]
+    return chosen
 
 
 def _walk(tree: ast.Module) -> _Walker:
-    """The walker after its last pass: the stages of the program's functions no longer change."""
-    facts = _gather(tree)
     imports = [s for s in tree.body if _is_import(s)]
-    for _ in range(10):
-        walker = _Walker(facts, imports[-1] if imports else None)
-        walker.body(tree.body)
-        if walker.function_stages == facts.function_stages:
-            break
-        facts.function_stages = walker.function_stages
+    walker = _Walker(_gather(tree), imports[-1] if imports else None)
+    walker.body(tree.body)
     return walker

@@ -10,7 +10,9 @@ worker's own Python interpreter, under one of three isolation levels, detected o
     parent is the sandbox's init, which it cannot signal), and its own IPC, UTS and cgroup namespaces;
   - a filesystem of only what Python and the ML stack need, read-only: ``/usr``, ``/lib*``, the
     interpreter's prefixes (the venv and its base), ``/etc/ld.so.cache`` and two more harmless files of
-    ``/etc``. The competition's public files are bound read-only at ``./input``; the scratch dir
+    ``/etc``. The competition's public files are bound read-only at ``./input``, through this attempt's
+    own mirror of them (hard links beside ``work_dir``, removed afterwards; the shared folder itself where
+    links cannot be made), so reads are observed (below); the scratch dir
     ``work_dir`` is the writable working directory (also bound at ``/tmp``, so temporary files count
     against the scratch cap), with ``./submission``. ``/work``, ``/root``, the data dir, other attempts'
     dirs, the host's ``/tmp`` and the hidden answers do not exist inside. ``/dev`` is a minimal one with a
@@ -36,6 +38,9 @@ worker's own Python interpreter, under one of three isolation levels, detected o
   - stage markers (``marker_nonce`` set): a private channel (`channel.MarkerChannel`), never stdout; the
     program's marker function takes the nonce from it before the program runs, and the distinct lines
     that come back on it (at most `MAX_MARKER_LINES`) are the result's ``marker_lines``;
+  - reads of the public files (`reads`): the kernel reports (inotify, outside the program) each file the
+    program opens or reads through its mirror; they are the result's ``inputs_read`` (None where not
+    observed), the evidence that data was loaded (rl_core.environment.confirmed);
   - scratch size: RLIMIT_FSIZE per file, and the scratch dir's total (bytes in regular files, plus a cap
     on the number of entries) is checked every `SCRATCH_CHECK_S` while the program runs and once after;
     over the cap the program is killed. The overshoot is bounded by the write rate times the check interval;
@@ -44,7 +49,8 @@ worker's own Python interpreter, under one of three isolation levels, detected o
 
 ``"rlimits"`` (no working bwrap, a root worker; a warning is logged once). Covered: the same rlimits,
 wall-clock kill of the process group, output caps, scratch cap, scrubbed environment, a private temp dir
-inside the scratch dir, ``./input`` as a private copy (hard links) of the public files, and the
+inside the scratch dir, ``./input`` as a private copy (hard links) of the public files, whose reads are
+observed as under bwrap, and the
 per-attempt uid (so the program cannot read the 0600 answers or other processes' environments, nor signal
 them, and every process left under its uid is killed when it ends). Not covered: the filesystem is the
 host's (anything world-readable is readable), the network is the host's, other processes are visible.
@@ -96,8 +102,17 @@ from pathlib import Path
 from typing import Literal
 
 from rl_core.sandbox.channel import MarkerChannel
-from rl_core.sandbox.command import SUBMISSION, build_command, cpu_limit_s, prepare_work_dir, system_binds
+from rl_core.sandbox.command import (
+    SUBMISSION,
+    build_command,
+    cpu_limit_s,
+    input_mirror,
+    prepare_work_dir,
+    system_binds,
+    watched_inputs,
+)
 from rl_core.sandbox.host import acquire_uid, is_root, namespace_flags, release_uid, tool
+from rl_core.sandbox.reads import ReadWatch
 from rl_core.sandbox.supervisor import MAX_SCRATCH_ENTRIES, Ended, Supervisor, scratch_over, scratch_usage
 
 logger = logging.getLogger(__name__)
@@ -181,6 +196,8 @@ class ExecutionResult:
         isolation: the isolation level it ran under.
         marker_lines: the distinct lines that came back on the marker channel with the stage-marker prefix,
             in order of arrival (none without ``marker_nonce``). Whatever the program prints is not here.
+        inputs_read: the public files (relative to ``./input``) the program opened or read, as the kernel
+            reported them outside the program (`reads`); None where they could not be observed.
     """
 
     status: Status
@@ -191,6 +208,7 @@ class ExecutionResult:
     submission_path: Path | None
     isolation: Isolation
     marker_lines: tuple[str, ...] = ()
+    inputs_read: tuple[str, ...] | None = None
 
 
 @functools.cache
@@ -300,16 +318,22 @@ def execute(request: ExecutionRequest) -> ExecutionResult:
             "(its scores are then not trustworthy)."
         )
     channel = MarkerChannel.open(request.marker_nonce) if request.marker_nonce is not None else None
-    uid = acquire_uid()
+    uid, watch = acquire_uid(), None
     try:
         prepare_work_dir(request, uid, isolation)
+        watched = watched_inputs(request, isolation)
+        watch = ReadWatch(watched) if watched is not None else None
         argv, env = build_command(request, isolation, uid, channel.child_fd if channel else None)
         supervisor = Supervisor(request, isolation, uid)
         ended = supervisor.run(argv, env, channel)
+        inputs_read = watch.files_read() if watch is not None else None
     finally:
         release_uid(uid)
         if channel is not None:
             channel.close()
+        if watch is not None:
+            watch.close()
+        shutil.rmtree(input_mirror(request.work_dir), ignore_errors=True)
     if not ended.over_scratch and scratch_over(request):
         ended = Ended(ended.exit_code, ended.cpu_s, ended.duration_s, ended.timed_out, True, ended.cancelled)
     stderr = supervisor.stderr.text() + _note(request, ended)
@@ -332,6 +356,7 @@ def execute(request: ExecutionRequest) -> ExecutionResult:
         submission_path=_submission(request.work_dir),
         isolation=isolation,
         marker_lines=supervisor.markers.result(),
+        inputs_read=inputs_read,
     )
 
 

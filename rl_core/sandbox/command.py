@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from rl_core.instrument.markers import CHANNEL_ENV
 from rl_core.sandbox.host import is_root, namespace_flags, setpriv, tool
+from rl_core.sandbox.reads import mirror_inputs
 
 if TYPE_CHECKING:
     from rl_core.sandbox import ExecutionRequest, Isolation
@@ -45,11 +46,25 @@ def prepare_work_dir(request: ExecutionRequest, uid: int | None, isolation: Isol
         (work / name).mkdir(exist_ok=True)
     if isolation == "bwrap":
         (work / "input").mkdir(exist_ok=True)  # the mount point of the read-only public files
+        mirror_inputs(request.input_dir, input_mirror(work))  # this attempt's own view, watched for reads
     else:
         _copy_inputs(request.input_dir, work / "input", link=uid is not None)
     if uid is not None:
         for path in (work, work / "submission", work / "tmp"):
             os.chown(path, uid, uid)
+
+
+def input_mirror(work: Path) -> Path:
+    """Where an isolated attempt's private mirror of the public files lives: beside its scratch folder, so
+    the program sees it only through the read-only mount (reads.mirror_inputs)."""
+    return work.with_name(work.name + ".input")
+
+
+def watched_inputs(request: ExecutionRequest, isolation: Isolation) -> Path | None:
+    """The folder the program reads the public files through, when it is this attempt's alone: the mirror
+    (bwrap) or the private copy (the fallbacks); None when the attempt reads the shared folder itself."""
+    folder = input_mirror(request.work_dir) if isolation == "bwrap" else request.work_dir / "input"
+    return folder if folder.is_dir() else None
 
 
 def _copy_inputs(source: Path, target: Path, *, link: bool) -> None:
@@ -116,7 +131,8 @@ def bwrap_command(request: ExecutionRequest, env: dict[str, str]) -> list[str]:
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     args += [*system_binds(), "--proc", "/proc", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
-    args += ["--bind", work, SANDBOX_ROOT, "--ro-bind", str(request.input_dir), f"{SANDBOX_ROOT}/input"]
+    inputs = watched_inputs(request, "bwrap") or request.input_dir
+    args += ["--bind", work, SANDBOX_ROOT, "--ro-bind", str(inputs), f"{SANDBOX_ROOT}/input"]
     args += ["--bind", f"{work}/tmp", "/tmp", *gpu_binds(request.allow_gpu)]
     args += _python_binds()  # last: an interpreter installed under /tmp must not be hidden by the /tmp bind
     args += ["--chdir", SANDBOX_ROOT, "--clearenv"]

@@ -181,3 +181,122 @@ def test_lm_markers_that_all_follow_the_imports_earn_only_what_the_program_ran(a
     outcome = attempt(program + WRITE, lm_markup=markup + WRITE)
     assert outcome.status == "ok", outcome.stderr_tail
     assert (outcome.instrumentation, outcome.stages, outcome.valid) == ("lm-fallback", HONEST, True)
+
+
+# Issue 24, classes 1 and 2: code for a stage that never runs, or that runs on objects that did no work.
+
+LIBRARIES = "import os\nimport pandas as pd\nfrom sklearn.linear_model import Ridge\n"
+NEVER_RUN = {
+    "a lambda never called": "load = lambda: pd.read_csv('input/test.csv')\n",
+    "a short-circuit and": "x = False and pd.read_csv('input/test.csv')\n",
+    "a short-circuit or": "y = True or Ridge().fit([[0], [1]], [0, 1])\n",
+    "the untaken arm of a conditional expression": "m = None if True else Ridge()\n",
+    "a comprehension over nothing": "p = [Ridge().fit([[0]], [0]).predict([[0]]) for _ in []]\n",
+    "an elif test after a taken branch": (
+        "if True:\n    pass\nelif pd.read_csv('input/test.csv') is None:\n    pass\n"
+    ),
+    "a loop that runs zero times": "for _ in range(0):\n    loss.backward()\n    optimizer.step()\n",
+    "a helper that returns first": "def fit():\n    return None\n    Ridge().fit([[0]], [0])\nfit()\n",
+}
+
+
+@pytest.mark.parametrize("case", NEVER_RUN)
+def test_an_event_call_that_is_never_evaluated_earns_nothing(attempt, case):
+    outcome = attempt(LIBRARIES + NEVER_RUN[case] + WRITE)
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", HONEST, True), outcome.stderr_tail
+
+
+WORKLESS = {
+    "a class of the program named like an estimator": (
+        "class RandomForestClassifier:\n    def fit(self, X, y):\n        return self\n"
+        "    def predict(self, X):\n        return [0] * len(X)\n"
+        "model = RandomForestClassifier().fit([[0]], [0])\npredictions = model.predict([[0], [1]])\n"
+    ),
+    "a reader of the program named like pandas'": (
+        "def read_csv(path):\n    return [1, 2, 3]\nrows = read_csv('input/test.csv')\n"
+    ),
+    "a method named like a stage's on an unrelated object": (
+        "class Store:\n    def fit(self):\n        return pd.read_csv('input/test.csv')\n"
+        "settings = {'fit': 1}\nvalue = settings.get('fit')\n"
+        "class Fake:\n    def fit(self, X, y):\n        return self\nFake().fit(None, None)\n"
+    ),
+    "an unfitted estimator predicting nothing": "model = Ridge()\nempty = []\n",
+}
+
+
+@pytest.mark.parametrize("case", WORKLESS)
+def test_a_call_on_objects_that_did_no_work_earns_nothing(attempt, case):
+    outcome = attempt(LIBRARIES + WORKLESS[case] + WRITE)
+    expected = ("imports_done", "model_defined", "submission_written") if "unfitted" in case else HONEST
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", expected, True), outcome.stderr_tail
+
+
+def test_an_honest_trivial_pipeline_earns_every_stage_it_ran(attempt):
+    """Fitted on two constant rows, it still read the data, fitted, predicted the test rows and wrote."""
+    program = (
+        "import pandas as pd\n"
+        "from sklearn.dummy import DummyClassifier\n"
+        "test = pd.read_csv('input/test.csv')\n"
+        "model = DummyClassifier().fit([[0], [0]], ['a', 'a'])\n"
+        "predictions = model.predict(test[['x']])\n"
+        "frame = pd.DataFrame({'id': test['id'], 'y': predictions})\n"
+        "frame.to_csv('submission/submission.csv', index=False)\n"
+    )
+    outcome = attempt(program)
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", STAGES, True), outcome.stderr_tail
+
+
+def test_a_program_that_reaches_the_marker_can_mark_imports_done_and_nothing_else(attempt, monkeypatch):
+    """The guard missed it (patched off here): the statement form marks only imports_done, and the call form
+    needs the evidence of a real call."""
+    monkeypatch.setattr(instrument_module, "names_the_marker", lambda tree: False)
+    program = (
+        LIBRARIES
+        + "if os.environ.get('NEVER_SET'):\n"
+        + "    Ridge().fit(pd.read_csv('input/test.csv'), [0]).predict([[0]])\n"
+        + "mark = globals()['__prac' + 'ticum_mark__']\n"
+        + f"mark(*{list(STAGES)!r})\n"
+        + "mark('model_trained', 'predictions_made', lambda: [1, 2])()\n"
+        + WRITE
+    )
+    outcome = attempt(program)
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", HONEST, True), outcome.stderr_tail
+
+
+EVERY_DESCRIPTOR = (
+    "for fd in range(3, 64):\n    try:\n        os.write(fd, blob.encode())\n"
+    "    except OSError:\n        pass"
+)
+
+
+def test_a_forged_submission_marker_earns_nothing_without_the_file(attempt):
+    """Issue 24, class 3: a program that has the nonce writes marker lines to every descriptor, its channel's
+    among them, and writes no submission. The file is the evidence, checked by the sandbox outside it."""
+    program = (
+        "import os, sys\nimport pandas as pd\n"
+        "if os.environ.get('NEVER_SET'):\n    pd.DataFrame().to_csv('submission/submission.csv')\n"
+        + LINES
+        + tried(EVERY_DESCRIPTOR)
+    )
+    outcome = attempt(program)
+    assert outcome.status == "ok" and not outcome.valid, outcome.stderr_tail
+    assert outcome.stages == ("imports_done",)
+
+
+def test_a_forged_data_marker_earns_nothing_when_no_public_file_was_read(attempt):
+    """Issue 24, class 3: the same forger, with code for reading the data that never runs. The sandbox sees,
+    from outside, that no public file was opened."""
+    program = (
+        "import os, sys\nimport pandas as pd\n"
+        "if os.environ.get('NEVER_SET'):\n    pd.read_csv('input/test.csv')\n"
+        + LINES
+        + tried(EVERY_DESCRIPTOR)
+        + WRITE
+    )
+    outcome = attempt(program)
+    assert (outcome.status, outcome.stages, outcome.valid) == ("ok", HONEST, True), outcome.stderr_tail
+
+
+def test_the_sandbox_reports_which_public_files_a_program_read(attempt):
+    outcome = attempt("import os\nrows = open('input/test.csv').read()\nos.listdir('input')\n" + WRITE)
+    assert outcome.status == "ok" and "data_loaded" in outcome.stages, outcome.stderr_tail

@@ -32,18 +32,12 @@ from rl_core.sandbox.channel import MarkerChannel
 
 NONCE = "n0nce42"
 
-STUBS = """
-class _Frame:
-    def __init__(self, rows): self.rows = rows
-    def to_csv(self, path, index=False): open(path, "w").write("id,y\\n")
-class pd:
-    read_csv = staticmethod(lambda path: _Frame([1, 2]))
-    DataFrame = staticmethod(lambda data: _Frame(data))
-class RandomForestClassifier:
-    def __init__(self, **params): self.params = params
-    def fit(self, X, y): return self
-    def predict(self, X): return [0] * len(X.rows)
-"""
+
+def write_inputs(folder) -> None:
+    """The public files PIPELINE reads."""
+    (folder / "input").mkdir(exist_ok=True)
+    (folder / "input" / "train.csv").write_text("id,x,y\n1,0,a\n2,1,b\n3,0,a\n4,1,b\n")
+    (folder / "input" / "test.csv").write_text("id,x\n5,0\n6,1\n")
 
 
 def stages_of(program: str) -> tuple[str, ...]:
@@ -90,9 +84,20 @@ def is_marker_or_prelude(stmt: ast.stmt) -> bool:
     return name == "__practicum_mark__" or (name == "exec" and "def __practicum_mark__" in ast.unparse(stmt))
 
 
+class Unwrapped(ast.NodeTransformer):
+    """``__practicum_mark__('stage', f)(x)`` back to ``f(x)``."""
+
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        self.generic_visit(node)
+        wrapper = node.func
+        if isinstance(wrapper, ast.Call) and getattr(wrapper.func, "id", "") == "__practicum_mark__":
+            node.func = wrapper.args[-1]
+        return node
+
+
 def without_markers(source: str) -> str:
-    """The AST dump of `source` without marker statements and the marker function's definition."""
-    tree = ast.parse(source)
+    """The AST dump of `source` without marker statements, call wrappers and the marker function."""
+    tree = Unwrapped().visit(ast.parse(source))
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
@@ -101,11 +106,12 @@ def without_markers(source: str) -> str:
     return ast.dump(tree)
 
 
-PIPELINE = (
-    STUBS
-    + """
+PIPELINE = """
 import os
 import sys
+
+import pandas as pd
+from sklearn.ensemble import RandomForestClassifier
 
 SUBMISSION = os.path.join("submission", "submission.csv")
 
@@ -114,18 +120,17 @@ def load(name):
 
 def main():
     train, test = load("train.csv"), load("test.csv")
-    model = RandomForestClassifier(n_estimators=10)
+    model = RandomForestClassifier(n_estimators=10, random_state=0)
     for fold in range(3):
         with open(os.devnull, "w"):
-            model.fit(train, None)
-    predictions = model.predict(test)
-    pd.DataFrame({"y": predictions}).to_csv(SUBMISSION, index=False)
+            model.fit(train[["x"]], train["y"])
+    predictions = model.predict(test[["x"]])
+    pd.DataFrame({"id": test["id"], "y": predictions}).to_csv(SUBMISSION, index=False)
     print("rows", len(predictions))
 
 if __name__ == "__main__":
     main()
 """
-)
 
 
 # ---------------------------------------------------------------------------------------- reading stages
@@ -219,7 +224,7 @@ def test_it_marks_model_defined_when_a_torch_module_of_the_program_is_instantiat
     program += "model = Net().to('cpu')\n"
     assert (
         instrument(program, NONCE).program.splitlines()[4]
-        == "model = Net().to('cpu'); __practicum_mark__('model_defined')"
+        == "model = __practicum_mark__('model_defined', Net)().to('cpu')"
     )
 
 
@@ -239,7 +244,7 @@ def test_it_counts_lgb_train_as_defining_and_training_a_model():
     assert stages_of("booster = lgb.train(params, lgb.Dataset(X, y))") == ("model_defined", "model_trained")
 
 
-def test_it_marks_a_torch_training_loop_once_after_the_outermost_loop():
+def test_it_marks_each_step_of_a_torch_training_loop_where_it_is_evaluated():
     program = textwrap.dedent(
         """\
         import torch
@@ -253,8 +258,11 @@ def test_it_marks_a_torch_training_loop_once_after_the_outermost_loop():
         """
     )
     lines = instrument(program, NONCE).program.splitlines()
-    assert lines[7:9] == ["__practicum_mark__('model_trained')", "done = True"]
-    assert sum("__practicum_mark__('model_trained')" in line for line in lines) == 1
+    assert lines[5:8] == [
+        "        __practicum_mark__('model_trained', loss.backward)()",
+        "        __practicum_mark__('model_trained', optimizer.step)()",
+        "done = True",
+    ]  # the marker fires at the first step that ran: a loop that runs zero times marks nothing
 
 
 @pytest.mark.parametrize("line", ["p = model.predict(X)", "p = clf.predict_proba(X)[:, 1]"])
@@ -268,7 +276,7 @@ def test_it_marks_predictions_made_for_a_model_called_under_no_grad():
         "import torch\nclass Net(nn.Module):\n    pass\n" + program, NONCE
     ).program.splitlines()
     del lines[0]
-    assert lines[4] == "    out = model(X); __practicum_mark__('predictions_made')"
+    assert lines[4] == "    out = __practicum_mark__('predictions_made', model)(X)"
     assert lines[5] == "loss = model(X)"
 
 
@@ -290,12 +298,13 @@ def test_it_does_not_count_other_csv_writes_as_the_submission():
     assert stages_of("features.to_csv('features.csv')") == ()
 
 
-def test_it_marks_the_call_of_a_helper_whose_return_is_the_event():
+def test_an_event_inside_a_helper_is_marked_where_it_is_evaluated_not_at_the_helpers_call():
     program = "import os\ndef load():\n    return pd.read_csv('input/train.csv')\ntrain = load()\n"
-    assert (
-        instrument(program, NONCE).program.splitlines()[3]
-        == "train = load(); __practicum_mark__('data_loaded')"
-    )
+    lines = instrument(program, NONCE).program.splitlines()
+    assert lines[2:4] == [
+        "    return __practicum_mark__('data_loaded', pd.read_csv)('input/train.csv')",
+        "train = load()",
+    ]
 
 
 def test_it_marks_every_stage_of_a_complete_pipeline():
@@ -309,13 +318,16 @@ def test_without_its_markers_the_instrumented_program_is_the_original():
     assert without_markers(instrument(PIPELINE, NONCE).program) == ast.dump(ast.parse(PIPELINE))
 
 
-def test_markers_on_simple_statements_keep_every_line_number():
-    program = "import os\nx = np.load('input/a.npy')\n\n# a comment\nmodel.fit(x)  # train\n"
+def test_markers_keep_every_line_number_and_comment():
+    program = "import os\nx = np.load(\n    'input/a.npy'\n)\n# a comment\nmodel.fit(x)  # train\n"
     instrumented = instrument(program, NONCE).program.splitlines()
-    assert len(instrumented) == 5
-    for original, now in zip(program.splitlines()[1:], instrumented[1:], strict=True):
-        assert now.startswith(original.split("  #")[0])
-    assert instrumented[4].endswith("  # train")
+    assert instrumented[1:] == [
+        "x = __practicum_mark__('data_loaded', np.load)(",
+        "    'input/a.npy'",
+        ")",
+        "# a comment",
+        "__practicum_mark__('model_trained', model.fit)(x)  # train",
+    ]
 
 
 def test_a_program_that_does_not_parse_is_returned_unchanged_without_markers():
@@ -362,6 +374,7 @@ def test_a_marker_channel_rejects_a_nonce_that_could_forge_a_second_line():
 
 
 def test_the_instrumented_pipeline_marks_every_stage_once_on_its_channel_and_prints_the_same_output(tmp_path):
+    write_inputs(tmp_path)
     original = run(PIPELINE, tmp_path)
     instrumented = run(instrument(PIPELINE, NONCE).program, tmp_path)
     assert instrumented.returncode == original.returncode == 0, instrumented.stderr
@@ -383,7 +396,10 @@ def test_the_marker_channel_is_not_inherited_by_child_processes(tmp_path):
 
 
 def test_a_crash_after_training_reaches_exactly_the_stages_before_it(tmp_path):
-    program = PIPELINE.replace("    predictions = model.predict(test)", "    raise RuntimeError('boom')")
+    write_inputs(tmp_path)
+    program = PIPELINE.replace(
+        '    predictions = model.predict(test[["x"]])', "    raise RuntimeError('boom')"
+    )
     result = run(instrument(program, NONCE).program, tmp_path)
     assert "RuntimeError: boom" in result.stderr
     assert parse_stages(result.markers, NONCE) == (
@@ -401,8 +417,9 @@ def test_a_traceback_points_at_the_original_line(tmp_path):
 
 
 def test_markers_reach_the_channel_even_when_the_program_redirects_sys_stdout(tmp_path):
-    program = "import io, sys\nsys.stdout = io.StringIO()\nx = np.load('input/a.npy')\n"
-    program = "class np:\n    load = staticmethod(lambda p: 1)\n" + program
+    write_inputs(tmp_path)
+    program = "import io, sys\nimport pandas as pd\nsys.stdout = io.StringIO()\n"
+    program += "x = pd.read_csv('input/train.csv')\n"
     assert parse_stages(run(instrument(program, NONCE).program, tmp_path).markers, NONCE) == (
         "imports_done",
         "data_loaded",
@@ -428,7 +445,7 @@ def test_the_lm_instrumenter_keeps_an_lm_output_that_only_adds_markers():
     )
     out = lm_instrument(SMALL, NONCE, lambda prompt: reply)
     assert (out.method, out.inserted) == ("lm", ("imports_done", "data_loaded"))
-    assert without_markers(out.program.split("; ", 1)[1]) == ast.dump(ast.parse(SMALL))
+    assert out.program == instrument(SMALL).program  # the events it points at, marked as the rules mark them
 
 
 def test_the_lm_instrumenter_shows_the_program_to_the_lm():
@@ -481,11 +498,14 @@ def test_a_program_the_guard_refuses_is_never_shown_to_the_lm():
     assert shown == []
 
 
-def test_a_markup_from_elsewhere_that_only_adds_markers_is_accepted_with_the_prelude():
+def test_a_markup_from_elsewhere_that_only_adds_markers_marks_the_events_it_points_at():
     markup = SMALL.replace("print(", "__practicum_mark__('data_loaded')\nprint(")
     out = accept_lm_markup(SMALL, markup, NONCE)
     assert (out.method, out.inserted) == ("lm", ("data_loaded",))
-    assert out.program.startswith("exec(") and out.program.endswith(markup)
+    assert out.program.startswith("exec(") and out.program.splitlines()[1:] == [
+        "df = __practicum_mark__('data_loaded', pd.read_csv)('input/train.csv')",
+        "print(len(df))",
+    ]
 
 
 def test_a_markup_from_elsewhere_that_changes_the_program_is_refused_for_the_rules():
@@ -513,13 +533,17 @@ def test_a_torch_train_mode_switch_is_not_the_training_function_of_the_same_name
     )
     lines = instrument(program, NONCE).program.splitlines()
     assert lines[2] == "    model.train()"
-    assert lines[6] == "train(net); __practicum_mark__('model_trained')"
+    assert lines[4] == "        __practicum_mark__('model_trained', model(xb).sum().backward)()"
 
 
-def test_a_method_of_the_program_that_loads_data_marks_its_calls():
+def test_a_method_of_the_program_that_loads_data_is_marked_inside_not_at_its_calls():
     program = "import os\nclass Data:\n    def load(self):\n        return pd.read_csv('input/a.csv')\n"
     program += "frame = Data().load()\n"
-    assert instrument(program, NONCE).program.splitlines()[4].endswith("__practicum_mark__('data_loaded')")
+    lines = instrument(program, NONCE).program.splitlines()
+    assert lines[3:5] == [
+        "        return __practicum_mark__('data_loaded', pd.read_csv)('input/a.csv')",
+        "frame = Data().load()",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -637,3 +661,52 @@ def test_an_lm_marker_after_a_statement_without_its_event_is_refused(anchor, sta
 def test_an_lm_marker_first_in_its_block_follows_nothing_and_is_refused():
     markup = TRAINS.replace("    model.fit", "    __practicum_mark__('model_trained')\n    model.fit")
     assert accept_lm_markup(TRAINS, markup, NONCE).method == "lm-fallback"
+
+
+def test_the_marker_functions_constants_are_the_protocols():
+    from rl_core.instrument import marker_function
+    from rl_core.instrument.markers import CHANNEL_ENV, MARK_FUNCTION, MARKER_PREFIX
+
+    defaults = marker_function.__practicum_mark__.__kwdefaults__
+    assert (defaults["_env"], defaults["_prefix"]) == (CHANNEL_ENV, MARKER_PREFIX.encode())
+    assert marker_function.__practicum_mark__.__name__ == MARK_FUNCTION
+
+
+TORCH_PIPELINE = """
+import pandas as pd
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(1, 2)
+
+    def forward(self, x):
+        return self.linear(x)
+
+train = pd.read_csv("input/train.csv")
+x = torch.tensor(train[["x"]].values, dtype=torch.float32)
+y = torch.tensor((train["y"] == "b").values, dtype=torch.long)
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range({epochs}):
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+with torch.no_grad():
+    predictions = model(x).argmax(dim=1)
+"""
+
+
+@pytest.mark.parametrize(("epochs", "trained"), [(3, True), (0, False)])
+def test_a_torch_training_loop_is_credited_when_its_steps_ran(tmp_path, epochs, trained):
+    write_inputs(tmp_path)
+    program = TORCH_PIPELINE.format(epochs=epochs)
+    result = run(instrument(program, NONCE).program, tmp_path)
+    assert result.returncode == 0, result.stderr
+    stages = ("imports_done", "data_loaded", "model_defined", "predictions_made")
+    assert parse_stages(result.markers, NONCE) == tuple(
+        s for s in STAGES if s in stages or (trained and s == "model_trained")
+    )
