@@ -3,10 +3,14 @@
 What runs: two programs, a trivial one (``pass``) and one that imports pandas and scikit-learn, each as
 (a) a bare ``subprocess.run([python, program.py])`` with its output captured, in a temp dir, and (b)
 ``rl_core.sandbox.execute`` at this machine's isolation level (bwrap or the rlimits fallback) with a fresh
-work dir each time. The four cases are interleaved in every round, so drifts in machine load hit all of
-them alike; wall-clock is measured around the whole call (work-dir preparation included).
+work dir each time; and (c) the trivial program through the sandbox with a competition of 10,000 public
+files in 100 folders (an image competition's shape): each attempt links them into its own mirror and the
+sandbox watches every folder for reads (rl_core.sandbox.reads). The five cases are interleaved in every
+round, so drifts in machine load hit all of them alike; wall-clock is measured around the whole call
+(work-dir preparation included).
 
-Reported: median wall-clock per case, and per program the overhead in ms and the ratio sandbox / bare.
+Reported: median wall-clock per case, and per program the overhead in ms and the ratio sandbox / bare
+(`many_files` against the bare trivial program; no target, it shows what public files cost).
 Targets: overhead on the trivial program <= 50 ms, and on the import program <= 15 %
 (``overhead_ratio_import`` = median sandbox / median bare - 1).
 
@@ -29,6 +33,8 @@ from _common import bench_arguments, machine_info, print_table, target, write_js
 from rl_core.sandbox import ExecutionRequest, execute, isolation_level
 
 PROGRAMS = {"trivial": "pass\n", "import": "import pandas, sklearn\n"}
+MANY_FILES = (100, 100)
+"""Folders, and files in each, of the `many_files` case's public folder."""
 TIMEOUT_S, MEMORY_MB = 120.0, 4096
 
 
@@ -65,6 +71,11 @@ def timed(run: Callable[[], None]) -> float:
 def measure(rounds: int, root: Path) -> dict[str, list[float]]:
     """Seconds per run of each case, `rounds` interleaved rounds after one warm-up round."""
     (root / "input").mkdir()
+    folders, files = MANY_FILES
+    for folder in range(folders):
+        (root / "many" / f"class-{folder}").mkdir(parents=True)
+        for index in range(files):
+            (root / "many" / f"class-{folder}" / f"{index}.png").write_bytes(b"\x89PNG")
     cases: dict[str, Callable[[], None]] = {}
     for name, program in PROGRAMS.items():
         path = root / "bare" / name / "program.py"
@@ -72,6 +83,7 @@ def measure(rounds: int, root: Path) -> dict[str, list[float]]:
         path.write_text(program)
         cases[f"{name}/bare"] = bare(path)
         cases[f"{name}/sandbox"] = sandboxed(program, root / "input", root / "scratch")
+    cases["many_files/sandbox"] = sandboxed(PROGRAMS["trivial"], root / "many", root / "scratch-many")
     for run in cases.values():  # warm the page cache and the bwrap probe
         run()
     times: dict[str, list[float]] = {case: [] for case in cases}
@@ -89,6 +101,12 @@ def summarise(times: dict[str, list[float]]) -> dict[str, float]:
         results[f"median_ms_{name}_sandbox"] = 1000 * sandbox_s
         results[f"overhead_ms_{name}"] = 1000 * (sandbox_s - bare_s)
         results[f"overhead_ratio_{name}"] = sandbox_s / bare_s - 1
+    bare_s, many_s = statistics.median(times["trivial/bare"]), statistics.median(times["many_files/sandbox"])
+    results |= {"median_ms_many_files_bare": 1000 * bare_s, "median_ms_many_files_sandbox": 1000 * many_s}
+    results |= {
+        "overhead_ms_many_files": 1000 * (many_s - bare_s),
+        "overhead_ratio_many_files": many_s / bare_s - 1,
+    }
     return results
 
 
@@ -111,7 +129,7 @@ def main() -> None:
             "overhead ms": results[f"overhead_ms_{name}"],
             "overhead ratio": results[f"overhead_ratio_{name}"],
         }
-        for name in PROGRAMS
+        for name in (*PROGRAMS, "many_files")
     ]
     print_table(rows, list(rows[0]), title=title)
     targets = {
@@ -127,7 +145,13 @@ def main() -> None:
         args.json,
         benchmark="sandbox_overhead",
         machine=machine,
-        config={"rounds": rounds, "timeout_s": TIMEOUT_S, "memory_mb": MEMORY_MB, "programs": PROGRAMS},
+        config={
+            "rounds": rounds,
+            "timeout_s": TIMEOUT_S,
+            "memory_mb": MEMORY_MB,
+            "programs": PROGRAMS,
+            "many_files": MANY_FILES,
+        },
         targets=targets,
         results=results,
     )

@@ -5,9 +5,10 @@ The instrumenting LM lives where the policy is (the run's supervisor); the progr
 sends it (a thread of this process, or a Celery sandbox worker on another machine). So the work is split in
 two: here, before the inner executor sees a job, `rl_core.instrument.lm_markup` asks the LM for the program
 with marker calls and the job carries that text (`Job.lm_markup`); where the program runs,
-`rl_core.instrument.accept_lm_markup` keeps it only if the original program passes the forgery guard and the
-markup, without its marker calls, has exactly the original's AST, and otherwise runs the AST rules' markers
-(instrumentation ``"lm-fallback"``). The nonce is chosen there, never here, so the markup cannot print it.
+`rl_core.instrument.accept_lm_markup` keeps it only if the original program passes the forgery guard, the
+markup without its marker calls has exactly the original's AST, and each marker follows an event of its
+stage (then the events it points at are wrapped as the rules wrap them), and otherwise runs the AST rules'
+markers (instrumentation ``"lm-fallback"``). The nonce is chosen there, never here, so the markup cannot print it.
 
 Every submit asks the LM again, including the loop's re-dispatch of in-flight attempts after a resume: the
 loop's checkpoints hold the plain jobs, and a greedy LM writes the same markup again.

@@ -72,6 +72,8 @@ def __practicum_mark__(
         send(["imports_done"] if "imports_done" in args else [])  # the one stage a statement can mark
         return None
     *stages, function = args
+    if all(s in _seen for s in stages):  # marked already: the call runs as written, nothing checked
+        return function
 
     def library(obj: Any) -> bool:
         outside = ("__main__", "builtins")
