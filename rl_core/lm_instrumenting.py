@@ -8,7 +8,8 @@ with marker calls and the job carries that text (`Job.lm_markup`); where the pro
 `rl_core.instrument.accept_lm_markup` keeps it only if the original program passes the forgery guard, the
 markup without its marker calls has exactly the original's AST, and each marker follows an event of its
 stage (then the events it points at are wrapped as the rules wrap them), and otherwise runs the AST rules'
-markers (instrumentation ``"lm-fallback"``). The nonce is chosen there, never here, so the markup cannot print it.
+markers (instrumentation ``"lm-fallback"``). The nonce is chosen there, never here, so the markup cannot
+print it.
 
 Every submit asks the LM again, including the loop's re-dispatch of in-flight attempts after a resume: the
 loop's checkpoints hold the plain jobs, and a greedy LM writes the same markup again.
