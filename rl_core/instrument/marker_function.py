@@ -25,10 +25,11 @@ Two forms:
   - predictions_made: it returned one or more rows, from a fitted estimator, a booster or a torch module;
   - submission_written: the file it wrote exists, outside ``input``.
 
-  "Library class" means the object's class or one of its bases was defined outside the program
-  (``__module__`` other than ``__main__``), so a class named like an estimator with a ``fit`` that does
-  nothing earns nothing. Checking never raises into the program: evidence that cannot be read is no
-  evidence.
+  "Library class" means the object's class or one of its bases is an installed library's: a type defined
+  in C, or a class with a method whose code was compiled from a file outside the attempt's folder (not a
+  class's ``__module__``, which a program can set to anything). So a class the program wrote, named like
+  an estimator, with a ``fit`` that does nothing, earns nothing, wherever it says it comes from.
+  Checking never raises into the program: evidence that cannot be read is no evidence.
 
 Its first call, from the prelude before any of the program's code, takes the channel's descriptor from the
 environment (removing it there and from child processes), reads the attempt's nonce from the channel, and
@@ -51,12 +52,13 @@ def __practicum_mark__(
     import os
 
     if not _link:
+        folders = [os.path.realpath("input") + os.sep, os.path.realpath(".") + os.sep]
         try:
             fd = int(os.environ.pop(_env))
             os.set_inheritable(fd, False)
-            _link[:] = [fd, os.read(fd, 64).strip(), os.path.realpath("input") + os.sep]
+            _link[:] = [fd, os.read(fd, 64).strip(), *folders]
         except Exception:
-            _link[:] = [-1, b"", os.path.realpath("input") + os.sep]
+            _link[:] = [-1, b"", *folders]
         return None
 
     def send(stages: list[str]) -> None:
@@ -76,8 +78,17 @@ def __practicum_mark__(
         return function
 
     def library(obj: Any) -> bool:
-        outside = ("__main__", "builtins")
-        return any(getattr(c, "__module__", "__main__") not in outside for c in type(obj).__mro__[:-1])
+        for c in type(obj).__mro__[:-1]:
+            if c.__module__ == "builtins":
+                continue
+            if not c.__flags__ & 512:  # not a heap type: defined in C, by an installed extension
+                return True
+            for value in vars(c).values():
+                code = getattr(getattr(value, "__func__", value), "__code__", None)
+                where = getattr(code, "co_filename", "<")
+                if not where.startswith("<") and not os.path.realpath(where).startswith(_link[3]):
+                    return True  # a method written outside the attempt's folder: an installed library's
+        return False
 
     def outside(fn: Any) -> bool:
         return getattr(fn, "__module__", None) not in ("__main__", None)

@@ -212,6 +212,19 @@ WORKLESS = {
         "    def predict(self, X):\n        return [0] * len(X)\n"
         "model = RandomForestClassifier().fit([[0]], [0])\npredictions = model.predict([[0], [1]])\n"
     ),
+    "a class of the program that says it is scikit-learn's": (
+        "class RandomForestClassifier:\n    __module__ = 'sklearn.ensemble._forest'\n"
+        "    def fit(self, X, y):\n        self.classes_ = [0]\n        return self\n"
+        "    def predict(self, X):\n        return [0] * len(X)\n"
+        "model = RandomForestClassifier().fit([[0]], [0])\npredictions = model.predict([[0], [1]])\n"
+    ),
+    "a module the program wrote and imported": (
+        "open('fake.py', 'w').write('class RandomForestClassifier:\\n"
+        "    def fit(self, X, y):\\n        self.classes_ = [0]\\n        return self\\n"
+        "    def predict(self, X):\\n        return [0] * len(X)\\n')\n"
+        "import sys\nsys.path.insert(0, '.')\nfrom fake import RandomForestClassifier\n"
+        "model = RandomForestClassifier().fit([[0]], [0])\npredictions = model.predict([[0], [1]])\n"
+    ),
     "a reader of the program named like pandas'": (
         "def read_csv(path):\n    return [1, 2, 3]\nrows = read_csv('input/test.csv')\n"
     ),
