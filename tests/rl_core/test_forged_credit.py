@@ -36,6 +36,13 @@ QUOTED = (
 """The forgery quoted in issue 15, which passed the old guard and was credited with all six stages."""
 
 
+EVERY_DESCRIPTOR = (
+    "for fd in range(3, 64):\n    try:\n        os.write(fd, blob.encode())\n"
+    "    except OSError:\n        pass"
+)
+"""Writing the marker lines to every descriptor the program may hold, its marker channel's among them."""
+
+
 def tried(route: str) -> str:
     """`route` inside a try-statement, so that a route that fails goes on to write the submission."""
     return (
@@ -98,8 +105,7 @@ def test_the_quoted_forgery_earns_only_stages_it_has_code_for_even_when_the_guar
         "os.write(2, blob.encode())",
         "subprocess.run([sys.executable, '-c', 'import sys; sys.stdout.write(sys.argv[1])', blob])",
         "os.system('printf \"%s\"' % blob)",
-        "for fd in range(3, 64):\n    try:\n        os.write(fd, blob.encode())\n"
-        "    except OSError:\n        pass",
+        EVERY_DESCRIPTOR,
     ],
 )
 def test_marker_lines_written_to_any_output_earn_nothing(attempt, route):
@@ -274,12 +280,6 @@ def test_a_program_that_reaches_the_marker_can_mark_imports_done_and_nothing_els
     )
     outcome = attempt(program)
     assert (outcome.status, outcome.stages, outcome.valid) == ("ok", HONEST, True), outcome.stderr_tail
-
-
-EVERY_DESCRIPTOR = (
-    "for fd in range(3, 64):\n    try:\n        os.write(fd, blob.encode())\n"
-    "    except OSError:\n        pass"
-)
 
 
 def test_a_forged_submission_marker_earns_nothing_without_the_file(attempt):
