@@ -93,9 +93,9 @@ def configure(tmp: Path, redis_url: str) -> None:
 
 def prepare_run() -> tuple[Any, Any]:
     """The competition and a run row for the attempts (its config only gives the reward preset)."""
+    from rl_core.run_spec import RunConfig
     from webapp.competitions.management.commands.seed_competitions import seed_one
     from webapp.runs import services
-    from webapp.runs.config import RunConfig
 
     competition = seed_one(SLUG)
     config = RunConfig(attempts=10**6, actors=CAPACITY).to_dict()

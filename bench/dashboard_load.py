@@ -172,8 +172,8 @@ def prepare() -> tuple[Any, Any]:
 
 
 def public_run(competition: Any, owner: Any, name: str, attempts: int) -> Any:
+    from rl_core.run_spec import RunConfig
     from webapp.runs import services
-    from webapp.runs.config import RunConfig
 
     config = RunConfig(attempts=attempts).to_dict()
     return services.run_create(

@@ -65,7 +65,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +82,10 @@ from rl_core.loop import run_loop
 from rl_core.metrics import get_metric, is_better, positive_label
 from rl_core.policies.grammar import GrammarPolicy
 from rl_core.policies.grammar_space import parse_choices
+from rl_core.run_configs import learner_config, loop_config
+from rl_core.run_spec import RunConfig
 from rl_core.sandbox import isolation_level
 from webapp.competitions.bundled import BUNDLED
-from webapp.runs.config import RunConfig
 
 QUICK = ("breast-cancer-diagnosis", "wine-cultivar", "penguins-species", "computer-prices")
 """binary (roc_auc), multiclass probabilities (log_loss), multiclass labels with categoricals and missing
@@ -133,12 +134,10 @@ def practicum_search(
     Returns the search's facts and "submission", the file of the attempt the loop kept as its best (on the
     public half), or None when no attempt was valid; the private half is not read here.
     """
-    from workers.driver import learner_config, loop_config  # Django models: after django.setup()
-
     run = RunConfig(actors=cores)
     policy = GrammarPolicy()
     learner = Learner(policy, learner_config(run))
-    config = replace(loop_config(run), attempts=attempts, wall_budget_s=budget_s)
+    config = loop_config(run, attempts=attempts, wall_budget_s=budget_s)
     scores, started = Scores(), time.monotonic()
     executor = LocalExecutor(
         {info.slug: files}, capacity=cores, scratch_root=scratch, reward=run.reward_config(),

@@ -4,7 +4,7 @@ A checkpoint is one `torch.save` file of plain data and tensors only (no pickled
 `torch.load(weights_only=True)`. Samples are stored with their competition's slug instead of the TaskInfo;
 the TaskInfo objects are supplied again on load. Files are named `checkpoint-<update:08d>.pt` and written
 to a temporary file that is renamed into place, so a crash never leaves a half-written newest checkpoint.
-torch is imported only to save and load, so finding checkpoints (`latest_checkpoint`) is cheap anywhere.
+Finding checkpoints needs no torch: rl_core.checkpoint_files, which the web process uses.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rl_core.checkpoint_files import SUFFIX, checkpoint_path, latest_checkpoint, list_checkpoints
 from rl_core.policy import (
     Action,
     ChoiceAction,
@@ -26,17 +27,6 @@ from rl_core.policy import (
     TokenAction,
 )
 
-_PREFIX, _SUFFIX = "checkpoint-", ".pt"
-
-
-def checkpoint_path(directory: Path, update: int) -> Path:
-    """Where the checkpoint taken after `update` updates lives.
-
-    >>> checkpoint_path(Path("ckpt"), 12).name
-    'checkpoint-00000012.pt'
-    """
-    return Path(directory) / f"{_PREFIX}{update:08d}{_SUFFIX}"
-
 
 def save_checkpoint(directory: Path, update: int, state: Mapping[str, Any], *, keep: int = 3) -> Path:
     """Write `state` atomically as the checkpoint after `update` updates; keep the newest `keep` files."""
@@ -45,7 +35,7 @@ def save_checkpoint(directory: Path, update: int, state: Mapping[str, Any], *, k
     target = checkpoint_path(directory, update)
     import torch
 
-    handle, temp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
+    handle, temp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=SUFFIX)
     try:
         with os.fdopen(handle, "wb") as stream:
             torch.save(dict(state), stream)
@@ -58,20 +48,6 @@ def save_checkpoint(directory: Path, update: int, state: Mapping[str, Any], *, k
     for old in list_checkpoints(directory)[:-keep]:
         old.unlink(missing_ok=True)
     return target
-
-
-def list_checkpoints(directory: Path) -> list[Path]:
-    """Finished checkpoint files in `directory`, oldest first (temporary files are ignored)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.iterdir() if p.name.startswith(_PREFIX) and p.name.endswith(_SUFFIX))
-
-
-def latest_checkpoint(directory: Path) -> Path | None:
-    """The newest checkpoint in `directory`, or None when there is none."""
-    found = list_checkpoints(directory)
-    return found[-1] if found else None
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
@@ -172,7 +148,7 @@ def experience_to_dict(experience: Experience) -> dict[str, Any]:
         "duration_s": experience.duration_s,
         "valid": experience.valid,
         "ran": experience.ran,
-        "parent_duration_s": experience.parent_duration_s,
+        "slot_period_s": experience.slot_period_s,
     }
 
 
@@ -183,7 +159,7 @@ def experience_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo])
         duration_s=float(data["duration_s"]),
         valid=bool(data["valid"]),
         ran=bool(data.get("ran", True)),  # checkpoints written before these fields lack them
-        parent_duration_s=optional_float(data.get("parent_duration_s")),
+        slot_period_s=optional_float(data.get("slot_period_s")),
     )
 
 

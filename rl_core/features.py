@@ -2,7 +2,7 @@
 
 `task_features` reads the head of ``train.csv`` and ``test.csv`` (at most `MAX_ROWS` rows each), or the
 flattened ``train.json``/``test.json`` records, and says what kind of data (`rl_core.data_kinds`) and task
-it is and what the columns hold; `feature_vector` encodes that as a fixed-length tensor to condition a
+it is and what the columns hold; `feature_values` encodes that as a fixed-length vector to condition a
 policy on, so one policy can train across competitions; `data_preview` describes every public file as text,
 for prompts (`rl_core.public_files.describe_public_files`).
 
@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import torch
 
 from rl_core.data_kinds import data_kind, image_features, read_table, span_features, table_names
 from rl_core.metrics import get_metric, positive_label
@@ -67,7 +66,7 @@ FEATURE_NAMES = (
     "log_targets",
     "bias",
 )
-"""The meaning of each entry of `feature_vector`, in order."""
+"""The meaning of each entry of `feature_values`, in order."""
 
 
 def _read_head(path: Path) -> pd.DataFrame:
@@ -263,15 +262,13 @@ def _log_scaled(value: float, top: float) -> float:
     return min(1.0, math.log1p(max(0.0, value)) / math.log1p(top))
 
 
-def feature_vector(features: Mapping[str, Any]) -> torch.Tensor:
-    """A fixed-length encoding of `task_features(...)` output in [0, 1], laid out as `FEATURE_NAMES`.
+def feature_values(features: Mapping[str, Any]) -> list[float]:
+    """A fixed-length encoding of `task_features(...)` output in [0, 1], laid out as `FEATURE_NAMES` (a
+    policy makes it a tensor; this module stays torch-free, so the web process may read features).
 
-    Returns:
-        (F,) float32 tensor, F = len(FEATURE_NAMES).
-
-    >>> v = feature_vector({"task_type": "binary", "prediction": "label", "n_rows": 1000, "n_features": 4})
-    >>> v.shape, v[0].item(), v[-1].item()
-    (torch.Size([20]), 1.0, 1.0)
+    >>> v = feature_values({"task_type": "binary", "prediction": "label", "n_rows": 1000, "n_features": 4})
+    >>> len(v), v[0], v[-1]
+    (20, 1.0, 1.0)
     """
     n_features = max(1, int(features.get("n_features", 0)))
     shares = [
@@ -292,7 +289,7 @@ def feature_vector(features: Mapping[str, Any]) -> torch.Tensor:
         _log_scaled(len(features.get("target_columns", [])), 1e2),
         1.0,
     ]
-    return torch.tensor(values, dtype=torch.float32)
+    return values
 
 
 def table_preview(public_dir: Path, n_rows: int = 5) -> str:

@@ -6,33 +6,43 @@ One `Learner.update` per batch of B finished attempts:
    `LearnerConfig.advantage`: a running mean per (competition, prompt kind), the mean of the batch's samples
    of the same prompt, or the batch's own mean and standard deviation (the ablation arm).
 2. Duration weights w_k (`duration_aware`, `duration_weighting`; time never enters the reward, it only
-   reweights each sample's term; DESIGN.md §2). Derivation. The policy gradient wants
-   E_{a~π}[A(a) ∇log π(a)]; the learner sees completions, distributed q(a). Importance sampling gives
-   E_q[(π(a)/q(a)) A ∇log π], and with a batch the ratio is self-normalised (weights of mean 1).
-   - Where an actor's next prompt does not depend on which attempt just freed it (the shared improve pool,
-     every solve prompt, the synchronous mode), each launch is a fresh draw from π, and by the
-     renewal-reward theorem an actor completes action a at the rate π(a) / E_π[Δt]: q = π, the ratio is 1.
-   - Where a slot's next prompt continues its own previous attempt (`improve_from="slots"`, asynchronous;
-     the paper's batch slots), a slot that holds a family of duration Δt launches its next continuation
-     after Δt, so over the learner's horizon continuations arrive at q(a) ∝ π(a) / Δt(a). The ratio is
-     Δt(a) · E_π[1/Δt], and E_q[Δt] = 1 / E_π[1/Δt], so the batch estimate is Δt / mean(Δt): the paper's
-     formula, which is right exactly here.
-   "lineage" weights (the default) apply each case where it holds: w_k = 1 for a sample whose prompt did not
-   depend on the attempt that launched it, and w_k = Δt_parent(k) / mean(Δt_parent) over the batch's
-   continuing samples otherwise, Δt_parent being the launching attempt's duration (the slot's clock, which
-   is what set the continuation's arrival rate; under a persistent lineage it has the continuation's own
-   family and so the same expectation as its Δt). So the weights are the paper's where completions arrive
-   ∝ π/Δt and exactly 1 (the plain policy gradient) where they arrive ∝ π. "paper" weights every sample by
-   its own Δt / mean(Δt) whatever the arrival process (the paper's formula, kept for ablations): where
-   completions arrive ∝ π it is not a correction but a bias toward slow programs (bench/duration_bias.py
-   measures it). The slot case needs lineages that persist over the learner's horizon: by the renewal
-   theorem, once a slot's lineage switches family within a few attempts, its completions follow the
-   per-step (synchronous) distribution again and nothing is over-sampled; lineage weights then add noise
-   (bench/duration_bias.py's simulated slots mix within a few attempts, and there the weights measured no
-   better than none). And in any mode a slow result arrives later than a fast one launched with it, a lag
-   no weight can undo.
-   An attempt that ran nothing (a response without a program) is given the mean Δt of the batch's attempts
-   that ran, so its paper weight is 1 (its Δt of 0 would silence it), and it clocks no continuation.
+   reweights each sample's term; DESIGN.md §2). The policy gradient wants, per prompt the learner is meant to
+   train on, E_{a~π}[A(a) ∇log π(a)]; the learner sees completions. A weight is exact only where it undoes
+   how completions were actually selected, so the question is where selection depends on Δt:
+   - Where an actor's next prompt does not depend on which attempt freed it (the shared improve pool,
+     every solve prompt, the synchronous mode), each launch is a fresh draw from π, and every launch is
+     learned from once: the loop never cancels or drops an attempt it launched (a wall budget stops new
+     launches and awaits those in flight). Completions then follow launches, which follow π; a slow result
+     only arrives later, in a later batch, a lag no weight undoes (the PPO ratio handles its staleness). The
+     exact weight is 1. (A loop that cut a batch from the first completions and cancelled the rest, or killed
+     what was in flight at a deadline, would lose slow attempts; its exact weight would be launched /
+     completed per action and policy version. This loop has no such cut, so it has no such weight.)
+   - Where a slot's next prompt continues its own latest program (`improve_from="slots"`, asynchronous;
+     the paper's batch slots), the prompt a continuation answers depends on the slot, and a slot is clocked
+     by its own attempts: slot i completes attempts at the rate 1 / T_i, T_i being the mean time from one of
+     its launches to the next (its period: its attempts' Δt plus the sampling between them, which takes
+     about as long in every slot, so T_i is taken as the mean Δt of its attempts), where the synchronous
+     slots give every slot one attempt per round. The learner should see each slot's
+     continuations in equal measure, so the exact weight of a continuing sample is T_i / mean(T) over the
+     batch's continuing samples. "slot_rate" weights (the default) are that, with T_i estimated over the
+     whole run up to the sample's launch (`slot_period_s`, rl_core.loop), and 1 for every sample whose
+     prompt did not continue its slot. Two limits check it. A lineage that keeps its
+     family from a cold start has T_i = Δt of that family, so the weight is the paper's Δt / mean(Δt),
+     exactly where the paper's derivation holds (q(a) ∝ π(a)/Δt(a)). A lineage that changes family within a
+     few attempts has, by the renewal theorem, completions in per-step proportions and a period that
+     converges to the same mean as every other slot's, so the weight tends to 1. The earlier "lineage"
+     weights used the Δt of the single attempt that freed the slot: where lineages mix, that Δt correlates
+     with the family the continuation picks, which biased the expected gradient (an independent review
+     measured it; with them bench/duration_bias.py ended lower than with no weights, 0.490 against 0.572,
+     p = 0.031). A slot's whole-run period carries less of that correlation the more attempts the slot has
+     run: with mixing lineages the two-action test finds the weights within 0.1 of 1 after the first half of
+     the run, and bench/duration_bias.py measures no harm where lineages mix and a gain where they persist.
+   "paper" weights every sample by its own Δt / mean(Δt) whatever the arrival process (the paper's formula,
+   kept for ablations): it is exact only for lineages that never switch family, from a cold start; where
+   completions follow π it is not a correction but a pull toward slow programs (bench/duration_bias.py
+   measures it). An attempt that ran nothing (a response without a program) is given the mean Δt of the
+   batch's attempts that ran, so its paper weight is 1 (its Δt of 0 would silence it); in its slot's
+   period it counts as the instant attempt it was.
 3. PPO: `ppo_epochs` passes over shuffled minibatches; per token the ratio ρ = exp(logp_new - logp_old) and
    the clipped surrogate min(ρ A_k, clip(ρ, 1 - ε, 1 + ε) A_k); a sample's surrogate is the sum over its
    tokens, multiplied by w_k; the loss is minus the minibatch mean. REINFORCE: one step on
@@ -84,9 +94,10 @@ class LearnerConfig:
     """Gradient-norm clipping threshold."""
     duration_aware: bool = True
     """Weight each sample's term by `duration_weighting`; False gives weights of 1 (the naive ablation)."""
-    duration_weighting: Literal["lineage", "paper"] = "lineage"
-    """"lineage": Δt weights only for samples whose arrival rate their lineage's Δt set, 1 elsewhere (see
-    the module docstring); "paper": every sample's own Δt / mean(Δt), the paper's formula."""
+    duration_weighting: Literal["slot_rate", "paper"] = "slot_rate"
+    """"slot_rate": a sample that continued its slot asynchronously weighs its slot's period over the batch's
+    mean, every other sample 1 (see the module docstring); "paper": every sample's own Δt / mean(Δt), the
+    paper's formula."""
     advantage: AdvantageMode = "running_mean"
     """Baseline: "running_mean" (EMA per (competition slug, prompt kind)), "group_mean" (mean reward of the
     batch's samples of the same prompt), or "batch_normalized" ((r - mean) / std over the batch)."""
@@ -137,17 +148,17 @@ def paper_weights(durations_s: Sequence[float], ran: Sequence[bool], *, floor_s:
     return duration_weights(torch.tensor(durations, dtype=torch.float).clamp(min=floor_s))
 
 
-def lineage_weights(parent_durations_s: Sequence[float | None], *, floor_s: float) -> torch.Tensor:
-    """(B,) 1 for a sample whose prompt did not depend on its launching attempt (None), and
-    Δt_parent / mean(Δt_parent) over the continuing samples otherwise (module docstring, item 2).
+def slot_rate_weights(slot_periods_s: Sequence[float | None], *, floor_s: float) -> torch.Tensor:
+    """(B,) 1 for a sample whose prompt did not continue its slot (None), and T_i / mean(T) over the
+    continuing samples otherwise, T_i being the period of the sample's slot (module docstring, item 2).
 
-    >>> lineage_weights([None, 1.0, 3.0, None], floor_s=1e-3).tolist()
+    >>> slot_rate_weights([None, 1.0, 3.0, None], floor_s=1e-3).tolist()
     [1.0, 0.5, 1.5, 1.0]
     """
-    weights = torch.ones(len(parent_durations_s))
-    rows = [k for k, d in enumerate(parent_durations_s) if d is not None]
+    weights = torch.ones(len(slot_periods_s))
+    rows = [k for k, d in enumerate(slot_periods_s) if d is not None]
     if rows:
-        clocks = torch.tensor([parent_durations_s[k] for k in rows], dtype=torch.float).clamp(min=floor_s)
+        clocks = torch.tensor([slot_periods_s[k] for k in rows], dtype=torch.float).clamp(min=floor_s)
         weights[rows] = duration_weights(clocks)
     return weights
 
@@ -300,7 +311,7 @@ class Learner:
             return torch.ones(len(batch))
         if self.config.duration_weighting == "paper":
             return paper_weights([e.duration_s for e in batch], [e.ran for e in batch], floor_s=floor_s)
-        return lineage_weights([e.parent_duration_s for e in batch], floor_s=floor_s)
+        return slot_rate_weights([e.slot_period_s for e in batch], floor_s=floor_s)
 
     def update(self, batch: Sequence[Experience], *, current_version: int) -> dict[str, float]:
         """Take this batch's optimizer steps and return namespaced metrics (losses/*, charts/*; with an LM

@@ -15,13 +15,14 @@ Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "
 is `improve_from`: "pool" draws it uniformly from the task's shared pool (the best `max_pool` distinct
 programs by score); "slots" is the paper's batch slots: each attempt runs in one of S slots (S = K, or B in
 the synchronous mode), and a slot's improve prompt continues that slot's own latest valid solution for the
-task. In the asynchronous slot mode a slot is clocked by its own attempts, so while a lineage keeps its family
-its continuations arrive ∝ π/Δt (rl_core.learner says when that holds); each experience records the Δt of the
-attempt that freed its slot (`parent_duration_s`) when its prompt continued that slot, which is what
-rl_core.learner's lineage weights need. A new run may seed the pools with known `baselines` (run once each
-before the first attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids
-are f"{seed}-{n}", so a resumed run re-dispatches exactly the attempts whose results never arrived. Budgets
-are exact: `attempts` attempts are run; the last `attempts mod B` results are recorded but not learned from.
+task. In the asynchronous slot mode a slot is clocked by its own attempts, so a slot whose lineage keeps a
+slow family completes fewer attempts than one that keeps a fast family (rl_core.learner says when that is a
+bias); each experience whose prompt continued its slot records the slot's period so far (`slot_period_s`: the
+mean Δt of the attempts it has finished, the inverse of its completion rate), which is what rl_core.learner's
+slot-rate weights need. A new run may seed the pools with known `baselines` (run once each before the first
+attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids are f"{seed}-{n}", so
+a resumed run re-dispatches exactly the attempts whose results never arrived. Budgets are exact: `attempts`
+attempts are run; the last `attempts mod B` results are recorded but not learned from.
 With a `wall_budget_s`, no attempt is sampled once the run's wall-clock (on the executor's clock, earlier
 sessions included) has reached it; attempts in flight are still awaited and recorded, so the run overshoots by
 at most one attempt's duration (an executor whose attempts must end by the deadline can cut their time limits,
@@ -158,7 +159,7 @@ class _Run:
             job = Job(f"{self.config.seed}-{self.state.submitted}", sample, sample.prompt.task.slug)
             self.state.submitted += 1
             self.state.slot_of[job.attempt_id] = slot
-            self.state.parent_s[job.attempt_id] = self.parent_clock(slot, sample.prompt)
+            self.state.period_s[job.attempt_id] = self.slot_period(slot, sample.prompt)
             self.dispatch(job)
 
     def next_samples(self, slots: list[int]) -> list[Sample]:
@@ -201,11 +202,16 @@ class _Run:
         held = set(self.state.slot_of.values())
         return [slot for slot in range(self.config.slots + count) if slot not in held][:count]
 
-    def parent_clock(self, slot: int, prompt: Prompt) -> float | None:
-        """The experience's `parent_duration_s`: the Δt of the slot's previous attempt when this prompt
-        continues that slot and the slot is clocked by its own attempts (asynchronous slots); else None."""
+    def slot_period(self, slot: int, prompt: Prompt) -> float | None:
+        """The experience's `slot_period_s` when this prompt continues its slot and the slot is clocked by
+        its own attempts (asynchronous slots), else None: the mean Δt of the attempts the slot has finished.
+        That is the slot's time from one launch to the next less the sampling in between, which takes about
+        as long in every slot; and Δt, unlike a wall-clock reading, is the same number after a resume."""
         continues = self.config.improve_from == "slots" and prompt.kind == "improve"
-        return self.state.slot_clock.get(slot) if continues and not self.config.sync else None
+        seconds, finished = self.state.slot_time.get(slot, (0.0, 0))
+        if not continues or self.config.sync or finished == 0:
+            return None
+        return seconds / finished
 
     def open_slots(self) -> int:
         """Attempts the budgets still allow: those left of `attempts`, or 0 once the wall budget is spent."""
@@ -241,14 +247,14 @@ class _Run:
             return
         outcome, sample = finished.outcome, job.sample
         staleness = self.policy.version - sample.policy_version
-        slot, parent_s = self.release_slot(job.attempt_id, outcome)
+        slot, period_s = self.release_slot(job.attempt_id, outcome)
         self.state.finished += 1
         if outcome.reward is None:  # lost: its executions kept dying; nothing to learn from
             self.state.totals["lost"] = self.state.totals.get("lost", 0.0) + 1  # older checkpoints lack it
         else:
             experience = Experience(
                 sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid),
-                ran=ran_something(outcome), parent_duration_s=parent_s,
+                ran=ran_something(outcome), slot_period_s=period_s,
             )  # fmt: skip
             self.state.buffer.append(experience)
             self.count(experience, staleness)
@@ -268,11 +274,14 @@ class _Run:
         totals["staleness_max"] = max(totals["staleness_max"], staleness)
 
     def release_slot(self, attempt_id: str, outcome: AttemptOutcome) -> tuple[int | None, float | None]:
-        """Free the attempt's slot, set the slot's clock to its Δt, and return (slot, its parent Δt)."""
+        """Free the attempt's slot, add its Δt to the slot's time (an attempt that ran nothing freed its slot
+        at once: no time), and return (slot, the slot's period at the attempt's launch)."""
         slot = self.state.slot_of.pop(attempt_id, None)
         if slot is not None:
-            self.state.slot_clock[slot] = float(outcome.duration_s) if ran_something(outcome) else None
-        return slot, self.state.parent_s.pop(attempt_id, None)
+            seconds, finished = self.state.slot_time.get(slot, (0.0, 0))
+            ran_s = float(outcome.duration_s) if ran_something(outcome) else 0.0
+            self.state.slot_time[slot] = (seconds + ran_s, finished + 1)
+        return slot, self.state.period_s.pop(attempt_id, None)
 
     def remember(self, job: Job, score: float, stdout_tail: str, slot: int | None) -> None:
         """Add a valid attempt (its `score` and output) to its task's improve pool and its slot's lineage;

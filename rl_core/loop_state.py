@@ -38,10 +38,10 @@ class LoopState:
     totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_TOTALS, 0.0))
     wall_before_s: float = 0.0  # wall-clock of earlier sessions of this run (before a resume)
     slot_of: dict[str, int] = field(default_factory=dict)  # in-flight attempt id -> the slot it holds
-    parent_s: dict[str, float | None] = field(default_factory=dict)  # in flight -> its parent_duration_s
-    slot_clock: dict[int, float | None] = field(
+    period_s: dict[str, float | None] = field(default_factory=dict)  # in flight -> its slot_period_s
+    slot_time: dict[int, tuple[float, int]] = field(
         default_factory=dict
-    )  # slot -> its last Δt (None: ran nothing)
+    )  # slot -> (seconds its attempts ran, attempts it finished)
     lineage: dict[str, PreviousSolution] = field(default_factory=dict)  # f"{slot}:{slug}" -> latest valid
     ahead: list[Sample] = field(
         default_factory=list
@@ -80,8 +80,8 @@ def state_from_dict(data: Mapping[str, Any], tasks: Mapping[str, TaskInfo]) -> L
         wall_before_s=float(data["wall_before_s"]),
         # checkpoints written before slots existed lack these: every attempt then held no slot
         slot_of={str(k): int(v) for k, v in data.get("slot_of", {}).items()},
-        parent_s={str(k): ckpt.optional_float(v) for k, v in data.get("parent_s", {}).items()},
-        slot_clock={int(k): ckpt.optional_float(v) for k, v in data.get("slot_clock", {}).items()},
+        period_s={str(k): ckpt.optional_float(v) for k, v in data.get("period_s", {}).items()},
+        slot_time={int(k): (float(s), int(n)) for k, (s, n) in data.get("slot_time", {}).items()},
         lineage={k: ckpt.previous_from_dict(p) for k, p in data.get("lineage", {}).items()},
         ahead=[ckpt.sample_from_dict(sample, tasks) for sample in data.get("ahead", [])],
     )

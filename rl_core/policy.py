@@ -110,10 +110,11 @@ class Experience:
     duration_s: float  # wall-clock execution seconds (the time limit for a timeout); 0 when nothing ran
     valid: bool = False  # it wrote a submission that graded (for the learner's valid-rate metric)
     ran: bool = True  # False when nothing ran (a response without a program): Δt carries no information
-    parent_duration_s: float | None = None
-    """Δt of the attempt whose completion launched this one, when this one's prompt continues that attempt's
-    slot (an improve prompt of the loop's `improve_from="slots"` mode, asynchronous); None when the prompt
-    did not depend on which attempt freed the actor (rl_core.learner's lineage weights explain why)."""
+    slot_period_s: float | None = None
+    """The mean Δt of the attempts its slot had run when this one launched (the inverse of the slot's
+    completion rate), when this one's prompt continues its slot (an improve prompt of the loop's
+    `improve_from="slots"` mode, asynchronous); None when the prompt did not depend on which slot launched it
+    (rl_core.learner's slot-rate weights explain why)."""
 
 
 @dataclass(frozen=True)

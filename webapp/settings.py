@@ -130,7 +130,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = DATA_DIR / "uploads"
 FILE_UPLOAD_TEMP_DIR.mkdir(exist_ok=True)
 
-# Limits on a competition bundle, unpacked (see webapp.competitions.bundles): real Kaggle competitions
+# Limits on a competition bundle, unpacked (webapp.competitions.importing.bundles): real Kaggle competitions
 # have tens of thousands of files (images, geometry files) and several GB.
 PRACTICUM_BUNDLE_MAX_MB = env_int("PRACTICUM_BUNDLE_MAX_MB", 8192, minimum=1)
 PRACTICUM_BUNDLE_MAX_FILES = env_int("PRACTICUM_BUNDLE_MAX_FILES", 50_000, minimum=1)

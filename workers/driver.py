@@ -15,21 +15,23 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from rl_core.checkpoint import latest_checkpoint, warm_start
+from rl_core.checkpoint import warm_start
+from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.evaluation import EVALUATION, evaluate
 from rl_core.executors import Executor, LocalExecutor
-from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, Learner, LearnerConfig
+from rl_core.learner import Learner
 from rl_core.loop import run_loop
-from rl_core.loop_config import LoopConfig, LoopSummary
+from rl_core.loop_config import LoopSummary
 from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Policy, Sample, TaskInfo
+from rl_core.run_configs import learner_config, lm_policy_config_fields, loop_config
+from rl_core.run_spec import RunConfig
 from rl_core.stops import RunCancelled, Superseded
 from rl_core.warmstart.folders import warm_start_source
 from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
 from webapp.competitions.models import Competition
 from webapp.runs import selectors, services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from webapp.runs.warmstarts import run_warm_start_name
 from webapp.storage import models_dir
@@ -80,13 +82,8 @@ def new_policy(config: RunConfig, cache_dir: Path, *, adapter: str | None = None
     if config.warm_start and config.warm_start_run_id is None:
         source = warm_start_source(selectors.warm_start_dir(name_or_path=config.warm_start))
         model, adapter_path = source.model or config.model, source.adapter_path
-    lm_config = LMPolicyConfig(
-        model=model, cache_dir=str(cache_dir), seed=config.seed, adapter_path=adapter_path,
-        temperature=config.temperature, max_new_tokens=config.max_new_tokens,
-        prompt_style=config.prompt_style, reference=config.kl_coef > 0,  # the frozen base costs a forward
-        sampler=config.lm_engine,
-    )  # fmt: skip
-    return LMPolicy(lm_config)
+    fields = lm_policy_config_fields(config) | {"model": model, "adapter_path": adapter_path}
+    return LMPolicy(LMPolicyConfig(**fields, cache_dir=str(cache_dir)))
 
 
 def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, str] | None:
@@ -101,37 +98,6 @@ def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, st
         response = format_response("The baseline program given with the run.", config.baseline_program)
         return {task.slug: response for task in tasks}
     return {task.slug: simplest_program(task) for task in tasks}
-
-
-def learner_config(config: RunConfig) -> LearnerConfig:
-    return LearnerConfig(
-        objective=config.objective,
-        lr=config.learning_rate,
-        micro_batch=LM_MICRO_BATCH if config.policy == "lm" else None,
-        ppo_epochs=LM_PPO_EPOCHS if config.policy == "lm" else LearnerConfig.ppo_epochs,
-        entropy_coef=config.entropy_coef,
-        kl_coef=config.kl_coef,
-        duration_aware=config.duration_aware,
-        duration_weighting=config.duration_weighting,
-        advantage=config.advantage,
-        seed=config.seed,
-    )
-
-
-def loop_config(config: RunConfig) -> LoopConfig:
-    return LoopConfig(
-        attempts=config.attempts,
-        actors=config.actors,
-        batch=config.batch,
-        sync=config.sync,
-        improve_prob=config.improve_prob,
-        improve_from=config.improve_from,
-        sample_ahead=config.samples_per_draw,
-        sampler=config.sampler,
-        max_staleness=config.max_staleness,
-        checkpoint_every=config.checkpoint_every,
-        seed=config.seed,
-    )
 
 
 def local_executor(config: RunConfig, competitions: list[Competition], scratch: Path) -> Executor:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_core.executors import LocalExecutor
+from rl_core.run_spec import RunConfig
 from rl_core.seed_programs import previous_solutions
 from rl_core.warmstart.demonstrations import (
     PastAttempt,
@@ -30,7 +31,6 @@ from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_files, competition_task_info
 from webapp.competitions.models import Competition
 from webapp.runs import selectors, services
-from webapp.runs.config import RunConfig
 from webapp.runs.warmstarts import WarmStartRequest, run_warm_start_name
 from webapp.storage import models_dir
 

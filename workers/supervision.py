@@ -17,7 +17,7 @@ import threading
 
 from django.conf import settings
 
-from rl_core.checkpoint import latest_checkpoint
+from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.stops import Superseded
 from webapp import storage
 from webapp.runs import selectors

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from rl_core.features import FEATURE_NAMES, feature_vector
+from rl_core.features import FEATURE_NAMES, feature_values
 from rl_core.policies.grammar_render import render
 from rl_core.policies.grammar_space import (
     HEAD_BY_NAME,
@@ -51,6 +51,11 @@ from rl_core.policy import ChoiceAction, Prompt, Sample, Scored, TaskInfo
 def simplest_program(task: TaskInfo) -> str:
     """The simplest valid response for `task`: median imputation, one-hot encoding, a linear model."""
     return render(default_choices(task.features), task)
+
+
+def feature_vector(features: Mapping[str, Any]) -> torch.Tensor:
+    """(F,) float32: the competition's `feature_values` as the heads' input."""
+    return torch.tensor(feature_values(features), dtype=torch.float32)
 
 
 def _key(head: Head) -> str:

@@ -49,3 +49,38 @@ def test_import_linter_finds_no_indirect_path_from_rl_core_to_the_web():
     result = subprocess.run([str(linter)], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rl_core is a pure library KEPT" in result.stdout
+
+
+NAME_LOADERS = {
+    "import_module", "__import__", "import_string", "run_module", "run_path", "spec_from_file_location",
+}  # fmt: skip
+"""Calls that load a module by a name or path computed at run time, out of the import contracts' sight."""
+LOADS_BY_NAME = {"webapp/runs/dispatch.py"}
+"""The one place that may: settings.RUN_DISPATCHER, a dotted path (the web app must not import workers)."""
+
+
+def name_loads(path: Path) -> list[int]:
+    """The lines of `path` that call a module loader by name (strings that hold programs are not calls)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in NAME_LOADERS
+    ]
+
+
+def test_no_module_is_loaded_by_name_outside_the_dispatcher_setting():
+    found = {
+        path.relative_to(ROOT).as_posix(): name_loads(path)
+        for package in ("rl_core", "webapp", "workers")
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert {path: lines for path, lines in found.items() if lines and path not in LOADS_BY_NAME} == {}
+    assert name_loads(ROOT / "webapp/runs/dispatch.py"), "the dispatcher setting is loaded by name"
+
+
+def test_a_module_loaded_by_name_is_found(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import importlib\n\ndef load(name):\n    return importlib.import_module(name)\n")
+    assert name_loads(probe) == [4]

@@ -69,10 +69,12 @@ def start_run(page, screenshot, name: str, settings: dict[str, int | bool | str]
         else:
             page.fill(f"#id_{field}", str(value))
     screenshot(name)
-    # centred first: a button at the viewport's bottom edge scrolls when mousedown focuses it, and the
-    # mouseup then lands on another element, so Chromium fires no click on it (seen on this form)
-    page.locator("#start").evaluate("button => button.scrollIntoView({block: 'center'})")
-    page.click("#start")
+    # from the keyboard, as a person may: with the mouse, headless Chromium scrolls the page between the
+    # button's mousedown and mouseup on this long form (the number field last typed in loses focus), the
+    # mouseup lands on another field and no click fires (logged: mousedown on #start at scrollY 627,
+    # mouseup on #id_lr at 453)
+    page.focus("#start")
+    page.keyboard.press("Enter")
     page.wait_for_url(RUN_PATH)
     return int(RUN_PATH.search(page.url).group(1))
 

@@ -7,8 +7,8 @@ import pytest
 import redis
 from practicum_test_cluster import wait_for
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from workers.coordination import AttemptKeys, supervisor_lease_key
 from workers.dispatch import enqueue_supervisor

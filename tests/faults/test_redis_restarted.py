@@ -9,9 +9,9 @@ import time
 import pytest
 from practicum_test_cluster import Cluster, cluster_env, free_port, redis_server, wait_for
 
+from rl_core.run_spec import RunConfig
 from webapp.env import RedisConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from workers.dispatch import enqueue_supervisor
 

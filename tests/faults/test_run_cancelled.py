@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from practicum_test_cluster import LEASE_S, SupervisorThread, wait_for
 
+from rl_core.run_spec import RunConfig
 from webapp import storage
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from workers.executor import CeleryExecutor
 

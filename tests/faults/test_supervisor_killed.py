@@ -9,10 +9,10 @@ import pytest
 import redis
 from practicum_test_cluster import wait_for
 
-from rl_core.checkpoint import latest_checkpoint
+from rl_core.checkpoint_files import latest_checkpoint
+from rl_core.run_spec import RunConfig
 from webapp import storage
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from workers.coordination import supervisor_lease_key
 from workers.dispatch import enqueue_supervisor

@@ -10,14 +10,13 @@ import torch
 from rl_core.checkpoint import (
     experience_from_dict,
     experience_to_dict,
-    latest_checkpoint,
-    list_checkpoints,
     load_checkpoint,
     sample_from_dict,
     sample_to_dict,
     save_checkpoint,
     warm_start,
 )
+from rl_core.checkpoint_files import latest_checkpoint, list_checkpoints
 from rl_core.policies.table import TablePolicy
 from rl_core.policy import (
     ChoiceAction,

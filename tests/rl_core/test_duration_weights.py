@@ -2,9 +2,11 @@
 
 Two families, "fast" (Δt = 1 s) and "slow" (Δt = 2 s), π = (0.8, 0.2), fixed advantages A = (-1, 2). The
 exact gradient of J = E_π[A] with respect to the logits is Σ_a π(a) A(a) ∇log π(a). A batch whose
-completions arrive ∝ π/Δt (the paper's slots) holds 8 fast and 1 slow; one whose completions arrive ∝ π
-(the shared pool) holds 4 fast and 1 slow. The loop-level tests check that the real loop produces these
-two arrival regimes and the parent durations the lineage weights need.
+completions arrive ∝ π/Δt (slots whose lineages keep their family from a cold start) holds 8 fast and 1
+slow; one whose completions arrive ∝ π (the shared pool) holds 4 fast and 1 slow. The loop-level tests run
+the real loop: slots that keep their family (keep probability 0.9997, so a continuation's score function is
+about 3e-4, not e^-50) arrive ∝ 1/Δt per slot and slot-rate weights restore each slot's share of the
+gradient; slots whose lineages mix arrive in per-step proportions and the weights stay near 1.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def experience(family: str, *, continues_slot: bool) -> Experience:
     previous = PreviousSolution(render_program(family), "", 0.5) if continues_slot else None
     prompt = Prompt(TASK, "improve" if continues_slot else "solve", previous)
     sample = Sample(prompt, render_program(family), (0.0,), 0, {"family": family})
-    parent_s = DURATION_S[family] if continues_slot else None  # a persistent lineage: the parent's family
-    return Experience(sample, 0.0, DURATION_S[family], True, parent_duration_s=parent_s)
+    period_s = DURATION_S[family] if continues_slot else None  # a persistent lineage: its slot's period
+    return Experience(sample, 0.0, DURATION_S[family], True, slot_period_s=period_s)
 
 
 def learner_gradient(policy: TablePolicy, batch: list[Experience], config: LearnerConfig) -> torch.Tensor:
@@ -64,17 +66,17 @@ SLOTS_BATCH = ["fast"] * 8 + ["slow"]  # ∝ π/Δt: 0.8/1 against 0.2/2
 POOL_BATCH = ["fast"] * 4 + ["slow"]  # ∝ π
 
 
-def test_lineage_weights_give_the_exact_gradient_where_completions_arrive_in_proportion_to_pi_over_dt():
+def test_slot_rate_weights_give_the_exact_gradient_where_completions_arrive_in_proportion_to_pi_over_dt():
     policy = two_action_policy()
     batch = [experience(f, continues_slot=True) for f in SLOTS_BATCH]
-    grad = learner_gradient(policy, batch, LearnerConfig(duration_weighting="lineage"))
+    grad = learner_gradient(policy, batch, LearnerConfig(duration_weighting="slot_rate"))
     torch.testing.assert_close(grad, exact_gradient(policy))
 
 
-def test_lineage_weights_give_the_exact_gradient_where_completions_arrive_in_proportion_to_pi():
+def test_slot_rate_weights_give_the_exact_gradient_where_completions_arrive_in_proportion_to_pi():
     policy = two_action_policy()
     batch = [experience(f, continues_slot=False) for f in POOL_BATCH]
-    grad = learner_gradient(policy, batch, LearnerConfig(duration_weighting="lineage"))
+    grad = learner_gradient(policy, batch, LearnerConfig(duration_weighting="slot_rate"))
     torch.testing.assert_close(grad, exact_gradient(policy))
 
 
@@ -109,42 +111,101 @@ class RecordingLearner(Learner):
 
 
 def run_two_actions(
-    improve_from: str, *, attempts: int, keep_bonus: float, p_fast: float
+    *, attempts: int, keep_bonus: float, p_fast: float = 0.5, improve_prob: float = 1.0, sync: bool = False
 ) -> RecordingLearner:
+    """The real loop in slot mode on the two actions (π fixed), 8 slots, a batch of 16."""
     table = {f: FamilySpec(median_s=DURATION_S[f], sigma=0.0, score_mean=0.5) for f in FAMILIES}
-    logits = [math.log(p_fast / (1 - p_fast)), 0.0]
-    policy = TablePolicy(FAMILIES, init_logits=logits, keep_bonus=keep_bonus)
+    policy = TablePolicy(FAMILIES, init_logits=[math.log(p_fast / (1 - p_fast)), 0.0], keep_bonus=keep_bonus)
     learner = RecordingLearner(policy, LearnerConfig(objective="reinforce", lr=0.0))
-    config = LoopConfig(attempts=attempts, actors=8, batch=16, improve_prob=1.0, improve_from=improve_from)  # type: ignore[arg-type]
+    config = LoopConfig(attempts=attempts, actors=8, batch=8 if sync else 16, sync=sync,
+                        improve_prob=improve_prob, improve_from="slots")  # fmt: skip
     run_loop(policy=policy, learner=learner, executor=SimulatedExecutor(table, 8, seed=3), tasks=[TASK],
              config=config)  # fmt: skip
     return learner
 
 
-def slow_share(learner: RecordingLearner, *, weighted: bool) -> float:
-    """The slow family's share of the learner's samples, each counted with its lineage weight or with 1."""
-    total = slow = 0.0
+def experiences(learner: RecordingLearner, *, weighted: bool) -> list[tuple[Experience, float]]:
+    """Every sample the learner saw, with its slot-rate weight (or 1)."""
+    pairs = []
     for batch in learner.batches:
         weights = learner.weights(batch) if weighted else torch.ones(len(batch))
-        for e, w in zip(batch, weights.tolist(), strict=True):
-            total += w
-            slow += w * (e.sample.info["family"] == "slow")
-    return slow / total
+        pairs += list(zip(batch, weights.tolist(), strict=True))
+    return pairs
 
 
-def test_the_shared_pool_delivers_completions_in_proportion_to_pi_and_leaves_them_unweighted():
-    learner = run_two_actions("pool", attempts=4000, keep_bonus=0.0, p_fast=0.8)
-    assert all(e.parent_duration_s is None for batch in learner.batches for e in batch)
-    assert slow_share(learner, weighted=False) == pytest.approx(0.2, abs=0.03)
+def slow_share(learner: RecordingLearner, *, weighted: bool) -> float:
+    """The slow family's share of the learner's samples, each counted with its weight or with 1."""
+    pairs = experiences(learner, weighted=weighted)
+    return sum(w for e, w in pairs if e.sample.info["family"] == "slow") / sum(w for _, w in pairs)
 
 
-def test_persistent_slots_deliver_pi_over_dt_and_lineage_weights_restore_each_slots_share():
-    # a slot never leaves its first family; π uniform, so both families hold some of the 8 slots
-    learner = run_two_actions("slots", attempts=4000, keep_bonus=50.0, p_fast=0.5)
-    firsts = [e for batch in learner.batches for e in batch if e.sample.prompt.kind == "solve"]
+def expected_score_term(policy: TablePolicy, prompt: Prompt) -> torch.Tensor:
+    """E_{a~π(·|prompt)}[A(a) ∇_z log π(a|prompt)] = π⊙A - π (π·A): the update a prompt asks for on average
+    over its actions, so the comparison below sees where prompts arrive, not which actions were drawn."""
+    probs = torch.softmax(policy._logits_for([prompt])[0].detach(), dim=0)
+    advantages = torch.tensor([ADVANTAGE[f] for f in FAMILIES])
+    return probs * advantages - probs * (probs @ advantages)
+
+
+def continuing_update(learner: RecordingLearner, *, weighted: bool) -> torch.Tensor:
+    """The weighted mean expected score term over the samples that continued their slot."""
+    pairs = [(e, w) for e, w in experiences(learner, weighted=weighted) if e.sample.prompt.kind == "improve"]
+    policy = learner.policy
+    assert isinstance(policy, TablePolicy)
+    total = sum((w * expected_score_term(policy, e.sample.prompt) for e, w in pairs), torch.zeros(2))
+    return total / sum(w for _, w in pairs)
+
+
+def test_persistent_slots_over_sample_fast_slots_and_slot_rate_weights_restore_each_slots_update():
+    # π = (0.7, 0.3) and a keep bonus of 10: an improve keeps its family with probability 1 - 2e-5 (from
+    # fast) or 1 - 1e-4 (from slow), so lineages keep their family over the run (none switches with this
+    # seed), yet continuations carry gradient: a continuation's expected update is ~1e-4, and the ~4,000 of
+    # them add up to more than a twentieth of the 8 solves' (at keep bonus 50 it was e^-40 of it). The two
+    # families' continuations ask for different updates, so their mix matters.
+    learner = run_two_actions(attempts=4000, keep_bonus=10.0, p_fast=0.7)
+    firsts = [e for e, _ in experiences(learner, weighted=False) if e.sample.prompt.kind == "solve"]
     assert len(firsts) == 8  # each slot's first attempt (nothing to continue yet), drawn from π
     slow_slots = sum(e.sample.info["family"] == "slow" for e in firsts) / 8
     assert 0 < slow_slots < 1, "the seed must put both families in some slot"
-    per_time = (slow_slots / 2.0) / (slow_slots / 2.0 + (1 - slow_slots) / 1.0)  # ∝ π/Δt
+    per_time = (slow_slots / 2.0) / (slow_slots / 2.0 + (1 - slow_slots) / 1.0)  # each slot ∝ 1/Δt
     assert slow_share(learner, weighted=False) == pytest.approx(per_time, abs=0.02)
     assert slow_share(learner, weighted=True) == pytest.approx(slow_slots, abs=0.02)
+    # the synchronous slots' update: every slot's continuations in equal measure
+    policy = learner.policy
+    assert isinstance(policy, TablePolicy)
+    terms = {f: expected_score_term(policy, firsts_prompt(f)) for f in FAMILIES}
+    target = slow_slots * terms["slow"] + (1 - slow_slots) * terms["fast"]
+    solves = sum(expected_score_term(policy, e.sample.prompt) for e in firsts)
+    continuations = len(experiences(learner, weighted=False)) - len(firsts)
+    assert continuations * target.abs().max() > 0.05 * solves.abs().max()  # continuations carry gradient
+    weighted, naive = continuing_update(learner, weighted=True), continuing_update(learner, weighted=False)
+    torch.testing.assert_close(weighted, target, rtol=0.05, atol=0.0)
+    assert (naive - target).abs().max() > 0.2 * target.abs().max()  # unweighted, fast slots outvote slow
+
+
+def firsts_prompt(family: str) -> Prompt:
+    """An improve prompt continuing a program of `family`."""
+    return Prompt(TASK, "improve", PreviousSolution(render_program(family), "", 0.5))
+
+
+def test_where_lineages_mix_slots_complete_in_per_step_proportions_and_slot_rate_weights_stay_near_one():
+    # half the prompts are solves and an improve keeps its family with probability e/(1+e) = 0.73: a
+    # lineage changes family within a few attempts, so by the renewal theorem nothing is over-sampled
+    mixing = run_two_actions(attempts=4000, keep_bonus=1.0, improve_prob=0.5)
+    synchronous = run_two_actions(attempts=4000, keep_bonus=1.0, improve_prob=0.5, sync=True)
+    per_step = slow_share(synchronous, weighted=False)
+    assert slow_share(mixing, weighted=False) == pytest.approx(per_step, abs=0.02)
+    assert slow_share(mixing, weighted=True) == pytest.approx(per_step, abs=0.02)
+    weights = [w for e, w in experiences(mixing, weighted=True) if e.sample.prompt.kind == "improve"]
+    assert max(abs(w - 1.0) for w in weights[len(weights) // 2 :]) < 0.1  # periods converge across slots
+
+
+def test_the_shared_pool_delivers_completions_in_proportion_to_pi_and_leaves_them_unweighted():
+    table = {f: FamilySpec(median_s=DURATION_S[f], sigma=0.0, score_mean=0.5) for f in FAMILIES}
+    policy = TablePolicy(FAMILIES, init_logits=[math.log(4.0), 0.0])  # π = (0.8, 0.2)
+    learner = RecordingLearner(policy, LearnerConfig(objective="reinforce", lr=0.0))
+    config = LoopConfig(attempts=4000, actors=8, batch=16, improve_prob=1.0, improve_from="pool")
+    run_loop(policy=policy, learner=learner, executor=SimulatedExecutor(table, 8, seed=3), tasks=[TASK],
+             config=config)  # fmt: skip
+    assert all(e.slot_period_s is None for batch in learner.batches for e in batch)
+    assert slow_share(learner, weighted=False) == pytest.approx(0.2, abs=0.03)

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from rl_core import features
-from rl_core.features import FEATURE_NAMES, data_preview, feature_vector, task_features
+from rl_core.features import FEATURE_NAMES, data_preview, task_features
+from rl_core.policies.grammar import feature_vector
 
 WORDS = ["good", "bad", "great", "awful", "fine", "meh", "superb", "poor", "odd", "plain"]
 

@@ -134,17 +134,17 @@ def test_paper_weights_give_an_attempt_that_ran_nothing_the_weight_of_an_average
     assert learner.weights(batch).tolist() == pytest.approx([2 / 3, 1.0, 4 / 3])
 
 
-def test_lineage_weights_are_one_for_samples_whose_prompt_did_not_continue_their_slot():
+def test_slot_rate_weights_are_one_for_samples_whose_prompt_did_not_continue_their_slot():
     learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
     batch = [make_experience("a", 0.0, 1.0), make_experience("b", 0.0, 300.0)]
     assert learner.weights(batch).tolist() == [1.0, 1.0]
 
 
-def test_lineage_weights_are_each_parents_duration_over_the_continuing_samples_mean():
+def test_slot_rate_weights_are_each_slots_period_over_the_continuing_samples_mean():
     learner = Learner(TablePolicy(FAMILIES), LearnerConfig())
     continuing = [
-        Experience(make_sample("a", kind="improve"), 0.0, 5.0, True, parent_duration_s=parent_s)
-        for parent_s in (1.0, 3.0)
+        Experience(make_sample("a", kind="improve"), 0.0, 5.0, True, slot_period_s=period_s)
+        for period_s in (1.0, 3.0)
     ]
     batch = [make_experience("c", 0.0, 7.0), *continuing]
     assert learner.weights(batch).tolist() == [1.0, 0.5, 1.5]

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from rl_core.checkpoint import latest_checkpoint, load_checkpoint
+from rl_core.checkpoint import load_checkpoint
+from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.evaluation import EVALUATION, evaluate
 from rl_core.executors import FamilySpec, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
@@ -249,7 +250,9 @@ def test_resuming_from_a_checkpoint_gives_exactly_the_run_without_the_crash(
     resumed, resumed_policy, _ = run_resumable(tmp_path / "crashed", resume=tmp_path / "crashed", **modes)
     assert torch.equal(resumed_policy.logits, straight_policy.logits)
     assert resumed_policy.version == straight_policy.version
-    assert resumed == straight
+    # the wall-clock is the earlier sessions' plus this one's: equal up to float rounding
+    clock = {"wall_s": pytest.approx(straight.wall_s), "utilization": pytest.approx(straight.utilization)}
+    assert resumed == dataclasses.replace(straight, **clock)
 
 
 def test_a_run_ends_with_a_checkpoint_of_its_final_policy(tmp_path):
@@ -397,18 +400,34 @@ def test_in_slot_mode_an_improve_prompt_continues_its_own_slots_latest_valid_sol
     assert {family_of(s.prompt.previous.code) for s in improves} == {"fast", "medium"}
 
 
-def test_asynchronous_slot_continuations_carry_their_parents_duration():
+def test_asynchronous_slot_continuations_carry_their_slots_period():
     _, experiences = run_slots(sync=False)
     continuing = [e for e in experiences if e.sample.prompt.kind == "improve"]
-    assert continuing and all(e.parent_duration_s is not None for e in continuing)
-    assert all(e.parent_duration_s is None for e in experiences if e.sample.prompt.kind == "solve")
-    # a lineage keeps its family, so its parents' durations are of that family (fast ~1 s, medium ~5 s)
-    fast = [e.parent_duration_s for e in continuing if e.sample.info["family"] == "fast"]
-    medium = [e.parent_duration_s for e in continuing if e.sample.info["family"] == "medium"]
+    assert continuing and all(e.slot_period_s is not None for e in continuing)
+    assert all(e.slot_period_s is None for e in experiences if e.sample.prompt.kind == "solve")
+    # a lineage keeps its family, so its slot's period is that family's (fast ~1 s, medium ~5 s)
+    fast = [e.slot_period_s for e in continuing if e.sample.info["family"] == "fast"]
+    medium = [e.slot_period_s for e in continuing if e.sample.info["family"] == "medium"]
     assert sum(fast) / len(fast) < sum(medium) / len(medium) / 2
 
 
-def test_synchronous_slots_are_not_clocked_by_their_attempts_so_carry_no_parent_duration():
+def test_a_slots_period_is_the_time_since_its_first_launch_over_the_attempts_it_finished():
+    # one slot, so every continuation's period is the mean Δt of all attempts before it (the simulator
+    # samples in no time, so launch to launch is exactly the attempt's Δt)
+    policy, learner, executor = setup(["fast", "medium"], keep_bonus=1.0)
+    batches: list = []
+    update = learner.update
+    learner.update = lambda batch, **kw: (batches.append(list(batch)), update(batch, **kw))[1]  # type: ignore[method-assign]
+    config = LoopConfig(attempts=40, actors=1, batch=1, improve_prob=1.0, improve_from="slots")
+    run_loop(policy=policy, learner=learner, executor=executor, tasks=[make_task()], config=config)
+    experiences = [e for batch in batches for e in batch]
+    for n, experience in enumerate(experiences):
+        before = [e.duration_s for e in experiences[:n]]
+        if experience.sample.prompt.kind == "improve":
+            assert experience.slot_period_s == pytest.approx(sum(before) / len(before))
+
+
+def test_synchronous_slots_are_not_clocked_by_their_attempts_so_carry_no_slot_period():
     _, experiences = run_slots(sync=True)
     assert any(e.sample.prompt.kind == "improve" for e in experiences)
-    assert all(e.parent_duration_s is None for e in experiences)
+    assert all(e.slot_period_s is None for e in experiences)

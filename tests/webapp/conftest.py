@@ -80,8 +80,8 @@ def competition(make_bundle, owner):
 @pytest.fixture
 def run(competition, owner):
     """A queued grammar run of `owner` on `competition`, private."""
+    from rl_core.run_spec import RunConfig
     from webapp.runs import services
-    from webapp.runs.config import RunConfig
 
     return services.run_create(
         owner=owner, competitions=[competition], policy="grammar", config=RunConfig(attempts=4).to_dict()

@@ -17,11 +17,11 @@ from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
 from rl_core.outcome import AttemptOutcome
+from rl_core.run_spec import RunConfig
 from webapp.asgi import application
 from webapp.competitions import storage as competition_storage
 from webapp.competitions.models import Competition
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
 CAST = ["owner", "stranger", "anonymous"]

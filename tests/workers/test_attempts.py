@@ -13,10 +13,10 @@ import redis
 from practicum_test_cluster import LEASE_S, sleep_program
 
 from rl_core.outcome import AttemptOutcome
+from rl_core.run_spec import RunConfig
 from webapp import storage
 from webapp.competitions import storage as competition_storage
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt
 from workers.attempts import AttemptOrder, execute_attempt, kill_children
 from workers.coordination import results_list

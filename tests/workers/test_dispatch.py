@@ -7,8 +7,8 @@ import json
 import pytest
 import redis
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from workers.coordination import supervisor_queued_key
 from workers.dispatch import enqueue_supervisor
 

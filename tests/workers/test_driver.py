@@ -7,10 +7,10 @@ import torch
 
 from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policies.lm.policy import LMPolicy
+from rl_core.run_spec import RunConfig
 from rl_core.testing import save_tiny_llama
 from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 from webapp.storage import models_dir
 from workers.driver import build_policy, run_supervise

@@ -13,10 +13,10 @@ from practicum_test_cluster import LEASE_S, sleep_program
 
 from rl_core.executors import Job
 from rl_core.policy import Prompt, Sample
+from rl_core.run_spec import RunConfig
 from webapp import storage
 from webapp.competitions.agent_inputs import competition_task_info
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from workers.coordination import AttemptKeys
 from workers.executor import CeleryExecutor
 from workers.outcomes import response_digest, unrunnable_outcome

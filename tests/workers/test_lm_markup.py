@@ -9,8 +9,8 @@ import pytest
 import redis
 from practicum_test_cluster import LEASE_S, sleep_program
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from workers.attempts import AttemptOrder, execute_attempt
 from workers.coordination import results_list
 

@@ -7,8 +7,8 @@ import pytest
 import redis
 from practicum_test_cluster import wait_for
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from workers.coordination import supervisor_lease_key, supervisor_queued_key
 from workers.dispatch import enqueue_supervisor
 from workers.recovery import orphaned_runs, recover_orphaned_runs

@@ -9,8 +9,8 @@ import pytest
 import redis
 from practicum_test_cluster import LEASE_S, wait_for
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from workers.coordination import supervisor_lease_key
 from workers.dispatch import enqueue_supervisor

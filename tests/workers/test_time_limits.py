@@ -10,9 +10,9 @@ import pytest
 import redis
 from practicum_test_cluster import LEASE_S, sleep_program, wait_for
 
+from rl_core.run_spec import RunConfig
 from webapp import storage
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from workers.coordination import AttemptKeys, results_list
 from workers.outcomes import response_digest
 

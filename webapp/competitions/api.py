@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.competitions import selectors, services
-from webapp.competitions.bundles import BundleError
+from webapp.competitions.importing.bundles import BundleError
 from webapp.competitions.models import Competition
 
 

@@ -20,9 +20,9 @@ from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.db import IntegrityError, transaction
 
 from webapp.competitions import storage
-from webapp.competitions.archives import extract_bundle_zip
-from webapp.competitions.bundles import BundleError, BundleLimits, ValidatedBundle, validate_bundle
-from webapp.competitions.mlebench import convert_mlebench, is_mlebench_folder
+from webapp.competitions.importing.archives import extract_bundle_zip
+from webapp.competitions.importing.bundles import BundleError, BundleLimits, ValidatedBundle, validate_bundle
+from webapp.competitions.importing.mlebench import convert_mlebench, is_mlebench_folder
 from webapp.competitions.models import Competition
 
 ROOT_FILES = {"competition.yaml", "description.md", "leaderboard.csv"}

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from webapp.competitions import services, storage
-from webapp.competitions.bundles import BundleError, human_bytes
+from webapp.competitions.importing.bundles import BundleError, human_bytes
 from webapp.competitions.models import Competition
 
 CHUNK_BYTES = 8 * 1024 * 1024

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from webapp.competitions import table_views, views
+from webapp.competitions import views
+from webapp.competitions.tables import views as table_views
 
 app_name = "competitions"
 urlpatterns = [

@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.competitions import selectors, services, uploads
-from webapp.competitions.bundles import BundleError
 from webapp.competitions.forms import UploadForm
+from webapp.competitions.importing.bundles import BundleError
 from webapp.markdown import render_markdown
 
 FILES_PER_PAGE = 100  # rows of one folder's listing per page: a folder of 20,000 images stays a small page

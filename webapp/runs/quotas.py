@@ -22,8 +22,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import selectors
-from webapp.runs.config import RunConfig
 
 
 class QuotaExceeded(ValueError):

@@ -13,14 +13,14 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 
-from rl_core.checkpoint import latest_checkpoint
+from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.instrument import STAGES
 from rl_core.metrics import get_metric, is_better
+from rl_core.run_spec import RunConfig
 from rl_core.warmstart.folders import list_warm_starts
 from webapp import storage
 from webapp.competitions.models import Competition
 from webapp.competitions.selectors import competitions_visible_to
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import (
     ATTEMPT_POINT_FIELDS,

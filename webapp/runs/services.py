@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from rl_core.metrics import get_metric
 from rl_core.outcome import AttemptOutcome, OutcomeStatus
+from rl_core.run_spec import RunConfig
 from webapp.competitions.models import Competition
 from webapp.runs import dispatch, events, quotas
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
 from webapp.runs.warmstarts import warm_start_check

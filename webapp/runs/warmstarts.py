@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rl_core.checkpoint import latest_checkpoint
+from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.prompts import PromptStyle
+from rl_core.run_spec import RunConfig
 from rl_core.warmstart.folders import read_manifest, warm_start_source
 from webapp import storage
 from webapp.competitions.models import Competition
 from webapp.runs import selectors
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
 

@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from webapp.competitions.archives import extract_bundle_zip
-from webapp.competitions.bundles import BundleError, BundleLimits
+from webapp.competitions.importing.archives import extract_bundle_zip
+from webapp.competitions.importing.bundles import BundleError, BundleLimits
 
 
 def hostile_zip(path, members):
@@ -133,7 +133,7 @@ def test_it_names_the_member_where_the_zip_is_corrupt(tmp_path):
 
 
 def test_it_extracts_nested_folders_of_any_files_in_streams(tmp_path, monkeypatch):
-    from webapp.competitions import archives
+    from webapp.competitions.importing import archives
 
     monkeypatch.setattr(archives, "CHUNK_BYTES", 1000)  # a member of 20 kB is written in 20 pieces
     image = bytes(range(256)) * 80

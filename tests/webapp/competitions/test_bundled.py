@@ -23,7 +23,7 @@ from webapp.competitions.bundled import BUNDLED, build_bundle, bundled_get
 from webapp.competitions.bundled.sources import sklearn_frame
 from webapp.competitions.bundled.spec import CompetitionSpec
 from webapp.competitions.bundled.writer import constant_submission, write_bundle
-from webapp.competitions.bundles import validate_bundle
+from webapp.competitions.importing.bundles import validate_bundle
 
 SLUGS = [competition.slug for competition in BUNDLED]
 YAML_FIELDS = {"name", "slug", "metric", "id_column", "target_columns", "time_limit_s", "memory_mb"}

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from webapp.competitions.bundles import BundleError, BundleLimits, validate_bundle
+from webapp.competitions.importing.bundles import BundleError, BundleLimits, validate_bundle
 
 DEFAULT_LIMITS = BundleLimits()
 
@@ -283,7 +283,7 @@ def test_it_rejects_json_that_does_not_parse_naming_the_file(make_bundle, name, 
 
 
 def test_it_reads_a_json_array_larger_than_its_read_chunk(make_bundle, monkeypatch):
-    from webapp.competitions import public_formats
+    from webapp.competitions.importing import public_formats
 
     monkeypatch.setattr(public_formats, "CHUNK_CHARS", 7)  # items and numbers cut across chunks
     items = [{"id": i, "text": "x" * (i % 13), "v": 12345.678} for i in range(200)]

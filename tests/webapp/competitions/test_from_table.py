@@ -19,8 +19,10 @@ from django.core.management.base import CommandError
 
 from rl_core.grading import GradingSpec, grade_submission
 from webapp.competitions import storage
-from webapp.competitions.bundles import validate_bundle
-from webapp.competitions.from_table import (
+from webapp.competitions.importing.bundles import validate_bundle
+from webapp.competitions.models import Competition
+from webapp.competitions.tables.bundle import split, write_bundle
+from webapp.competitions.tables.proposal import (
     Choices,
     TableError,
     check_choices,
@@ -28,9 +30,7 @@ from webapp.competitions.from_table import (
     propose,
     read_table,
 )
-from webapp.competitions.models import Competition
-from webapp.competitions.table_bundle import split, write_bundle
-from webapp.competitions.table_import import DRAFT_KEEP_S, drafts_expire
+from webapp.competitions.tables.services import DRAFT_KEEP_S, drafts_expire
 
 N_ROWS, penguins = table_penguins.N_ROWS, table_penguins.penguins
 

@@ -15,7 +15,7 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile, TemporaryUploadedFile
 
 from webapp.competitions import services, storage
-from webapp.competitions.bundles import BundleError
+from webapp.competitions.importing.bundles import BundleError
 from webapp.competitions.models import Competition
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from webapp.competitions import services, storage
-from webapp.competitions.bundles import BundleError
-from webapp.competitions.mlebench import map_grader
+from webapp.competitions.importing.bundles import BundleError
+from webapp.competitions.importing.mlebench import map_grader
 from webapp.competitions.models import Competition
 
 pytestmark = pytest.mark.django_db

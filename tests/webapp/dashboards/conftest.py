@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rl_core.outcome import AttemptOutcome
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 
 PROGRAM = "import pandas as pd\nmodel = 'knn'\nprint('fit')\n"
 

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
+from rl_core.run_spec import RunConfig
 from webapp.dashboards import compare
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import selectors, services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db

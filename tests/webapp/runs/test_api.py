@@ -9,8 +9,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from rl_core.outcome import AttemptOutcome
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db

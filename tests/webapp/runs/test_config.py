@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.runs.config import RunConfig
+from rl_core.run_spec import RunConfig
 
 
 def test_a_stored_config_round_trips_through_json_shapes():
@@ -49,7 +49,7 @@ def test_the_reward_settings_become_rl_cores_reward_config():
         ({"sample_ahead": 0}, "config: sample_ahead must be positive"),
         ({"max_staleness": -1}, "config: max_staleness must be 0 or more"),
         ({"improve_from": "stack"}, "config: improve_from must be 'pool' or 'slots', not 'stack'."),
-        ({"duration_weighting": "x"}, "config: duration_weighting must be 'lineage' or 'paper', not 'x'."),
+        ({"duration_weighting": "x"}, "config: duration_weighting must be 'slot_rate' or 'paper', not 'x'."),
         ({"instrumenter": "lm"}, "config: instrumenter 'lm' needs policy 'lm'"),
         ({"policy": "lm", "instrumenter": "lm", "instrument": False}, "instrumenter 'lm' inserts markers"),
     ],
@@ -84,21 +84,21 @@ def test_the_ast_rules_instrument_by_default_and_an_lm_run_may_choose_its_frozen
 
 
 def test_the_slot_and_weighting_settings_reach_the_loop_and_the_learner():
-    from workers.driver import learner_config, loop_config
+    from rl_core.run_configs import learner_config, loop_config
 
     config = RunConfig.from_dict({"improve_from": "slots", "duration_weighting": "paper"})
     assert loop_config(config).improve_from == "slots"
     assert learner_config(config).duration_weighting == "paper"
     assert (loop_config(RunConfig()).improve_from, learner_config(RunConfig()).duration_weighting) == (
         "pool",
-        "lineage",
+        "slot_rate",
     )
 
 
 def test_an_lm_draws_programs_in_batches_by_default_and_the_grammar_policy_one_at_a_time():
     from rl_core.policies.lm.config import LMPolicyConfig
-    from webapp.runs.config import LM_GENERATION_BATCH
-    from workers.driver import loop_config
+    from rl_core.run_configs import loop_config
+    from rl_core.run_spec import LM_GENERATION_BATCH
 
     assert LMPolicyConfig.generation_batch == LM_GENERATION_BATCH
     assert loop_config(RunConfig(policy="lm")).sample_ahead == LM_GENERATION_BATCH
@@ -107,7 +107,7 @@ def test_an_lm_draws_programs_in_batches_by_default_and_the_grammar_policy_one_a
 
 
 def test_an_lm_is_drawn_by_the_background_sampler_and_the_grammar_policy_in_the_loops_thread():
-    from workers.driver import loop_config
+    from rl_core.run_configs import loop_config
 
     assert loop_config(RunConfig(policy="lm")).sampler == "background"
     assert loop_config(RunConfig()).sampler == "inline"
@@ -115,8 +115,27 @@ def test_an_lm_is_drawn_by_the_background_sampler_and_the_grammar_policy_in_the_
 
 def test_an_lm_learns_one_ppo_epoch_at_micro_batch_one_and_the_grammar_policy_at_the_learner_defaults():
     from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, LearnerConfig
-    from workers.driver import learner_config
+    from rl_core.run_configs import learner_config
 
     lm, grammar = learner_config(RunConfig(policy="lm")), learner_config(RunConfig())
     assert (lm.ppo_epochs, lm.micro_batch) == (LM_PPO_EPOCHS, LM_MICRO_BATCH) == (1, 1)
     assert (grammar.ppo_epochs, grammar.micro_batch) == (LearnerConfig().ppo_epochs, None)
+
+
+@pytest.mark.django_db
+def test_the_migration_renames_stored_lineage_weights_to_slot_rate_and_leaves_the_rest():
+    import importlib
+
+    from django.apps import apps
+
+    from webapp.runs.models import Run
+
+    migration = importlib.import_module("webapp.runs.migrations.0005_duration_weighting_slot_rate")
+    old = Run.objects.create(config={"duration_weighting": "lineage", "attempts": 7})
+    paper = Run.objects.create(config={"duration_weighting": "paper"})
+    migration.forwards(apps, None)
+    old.refresh_from_db()
+    paper.refresh_from_db()
+    assert old.config == {"duration_weighting": "slot_rate", "attempts": 7}
+    assert RunConfig.from_dict(old.config).duration_weighting == "slot_rate"
+    assert paper.config == {"duration_weighting": "paper"}

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from rl_core.run_spec import RunConfig
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Attempt, Run
 from workers.dispatch import supervise_in_thread
 

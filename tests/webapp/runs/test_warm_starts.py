@@ -12,10 +12,10 @@ import torch
 from django.core.management import call_command
 
 from rl_core.checkpoint import load_checkpoint
+from rl_core.run_spec import RunConfig
 from rl_core.warmstart.folders import read_manifest
 from webapp import storage
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.models import Run
 from webapp.runs.warmstarts import warm_start_check
 from webapp.storage import models_dir

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from rl_core.outcome import AttemptOutcome
+from rl_core.run_spec import RunConfig
 from rl_core.warmstart.folders import read_manifest
 from webapp.runs import selectors, services
-from webapp.runs.config import RunConfig
 from webapp.runs.management.commands.train import create_run
 from webapp.runs.models import Run
 

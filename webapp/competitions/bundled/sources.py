@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import importlib.util
 import io
 import tarfile
@@ -32,13 +31,18 @@ def sklearn_frame(loader: str, **kwargs: object) -> pd.DataFrame:
     """The frame (features and a `target` column) of `sklearn.datasets.<loader>(as_frame=True)`."""
     if not loader.startswith("load_"):
         raise ValueError(f"{loader!r} is not a bundled scikit-learn loader (load_*); fetch_* downloads.")
-    datasets = importlib.import_module("sklearn.datasets")
+    from sklearn import datasets
+
     return getattr(datasets, loader)(as_frame=True, **kwargs).frame
 
 
 def statsmodels_frame(name: str) -> pd.DataFrame:
     """The table `statsmodels.datasets.<name>` ships, e.g. ``"fair"``."""
-    module = importlib.import_module(f"statsmodels.datasets.{name}")
+    from statsmodels import datasets
+
+    module = getattr(datasets, name, None)
+    if module is None or not hasattr(module, "load_pandas"):
+        raise ValueError(f"statsmodels ships no dataset called {name!r}.")
     return module.load_pandas().data
 
 

@@ -3,7 +3,7 @@
 → {"slug", "metric", "id_column", "target_columns", "train_rows", "test_rows"}
 
 PATH is one labelled table (CSV, a JSON list of records, or JSON lines). Whatever is not given is
-proposed as on the browser page (`webapp.competitions.from_table`); `target_columns` in the output are
+proposed as on the browser page (`webapp.competitions.tables.proposal`); `target_columns` in the output are
 the graded columns (one per class under a multiclass probability metric).
 """
 
@@ -12,10 +12,16 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 
 from webapp.cli import BadInput, JsonCommand
-from webapp.competitions import table_import
-from webapp.competitions.bundles import BundleError
-from webapp.competitions.from_table import Choices, propose, propose_id_column, propose_metric, read_table
-from webapp.competitions.table_bundle import SPLIT_SEED
+from webapp.competitions.importing.bundles import BundleError
+from webapp.competitions.tables import services as tables
+from webapp.competitions.tables.bundle import SPLIT_SEED
+from webapp.competitions.tables.proposal import (
+    Choices,
+    propose,
+    propose_id_column,
+    propose_metric,
+    read_table,
+)
 
 
 class Command(JsonCommand):
@@ -44,7 +50,7 @@ class Command(JsonCommand):
         try:
             table = read_table(path)
             choices = chosen(table, options)
-            competition, plan, written = table_import.competition_from_table(
+            competition, plan, written = tables.competition_from_table(
                 table=table,
                 choices=choices,
                 slug=slug,

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions import services
-from webapp.competitions.bundles import BundleError
+from webapp.competitions.importing.bundles import BundleError
 
 
 class Command(JsonCommand):

@@ -22,10 +22,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from rl_core.run_spec import RunConfig
 from rl_core.sandbox import isolation_level, scores_trustworthy
 from webapp.competitions.models import Competition
 from webapp.runs import services
-from webapp.runs.config import RunConfig
 from webapp.runs.presets import LM_WARM_START
 
 DEMO_USER, DEMO_PASSWORD = "demo", "practicum-demo"

@@ -16,7 +16,8 @@ defaults to the one it was trained from), or `--warm-start-demos N [--imitate-ru
 demonstrations first. `--seed-baseline [--baseline-program FILE]` seeds each competition's improve pool with
 a baseline program (default: the simplest grammar program) when it is valid. `--instrumenter lm` (LM
 policy only) has the frozen base model insert the progress markers, checked against the AST (the rules'
-markers run where its version is refused). Every other RunConfig field has an option too (`--help`).
+markers run where its version is refused). Every run setting has an option (`--help`), derived from
+rl_core.run_spec.
 Exit 2 with one line on stderr for bad input.
 """
 
@@ -27,30 +28,18 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
+from rl_core.run_spec import Declared, RunConfig, run_ids, settings
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
 from webapp.runs import selectors, services, warmstarts
-from webapp.runs.config import RunConfig, run_ids
 from webapp.runs.dispatch import dispatcher
 from webapp.runs.models import Run
 from webapp.runs.progress import ProgressObserver
 from webapp.runs.selectors import EVAL_PREFIX
 
 DEFAULTS = RunConfig()
-CHOICES = {
-    "reward_preset": ("normalized", "paper"), "reward_mode": ("score", "percentile"),
-    "objective": ("ppo", "reinforce"), "advantage": ("running_mean", "group_mean", "batch_normalized"),
-    "prompt_style": ("compact", "full"), "instrumenter": ("ast", "lm"),
-    "lm_engine": ("auto", "transformers", "vllm"),
-    "duration_weighting": ("lineage", "paper"), "improve_from": ("pool", "slots"),
-}  # fmt: skip
-NUMBERS = {
-    "attempts": int, "actors": int, "batch": int, "warm_start_demos": int, "max_new_tokens": int,
-    "checkpoint_every": int, "improve_prob": float, "entropy_coef": float, "kl_coef": float,
-    "temperature": float, "credit_per_stage": float, "failure_reward": float, "sample_ahead": int,
-    "max_staleness": int,
-}  # fmt: skip
-"""RunConfig fields given as options of the same name (dashes for underscores), with their types."""
+FILE_SETTINGS = ("baseline_program",)
+"""Settings given as a file's path whose text is the value."""
 
 
 class Command(JsonCommand):
@@ -58,28 +47,8 @@ class Command(JsonCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("slugs", nargs="*", metavar="SLUG")
-        parser.add_argument("--policy", choices=["grammar", "lm"], default="grammar")
-        parser.add_argument("--model", default=None, help=f"default: {DEFAULTS.model}, or the warm start's")
-        parser.add_argument("--warm-start", default="", metavar="run:ID|NAME|PATH", help="where to start")
-        parser.add_argument("--imitate-runs", type=int, nargs="+", default=[], metavar="ID")
-        parser.add_argument("--seed-baseline", action="store_true", help="seed improve pools with a baseline")
-        parser.add_argument("--baseline-program", type=Path, metavar="FILE", help="the baseline to seed with")
-        for name, kind in NUMBERS.items():
-            default = getattr(DEFAULTS, name)
-            parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
-        for name, options in CHOICES.items():
-            parser.add_argument(
-                f"--{name.replace('_', '-')}", choices=options, default=getattr(DEFAULTS, name)
-            )
-        parser.add_argument("--sync", action="store_true")
-        parser.add_argument("--no-duration-aware", action="store_true")
-        parser.add_argument("--no-instrumentation", action="store_true")
-        parser.add_argument(
-            "--no-credit-valid", action="store_true", help="a valid submission earns its score alone"
-        )
-        parser.add_argument("--evaluate", action="store_true", help="then solve, improve, keep the better")
-        parser.add_argument("--lr", type=float, default=None, help="default: 0.05 grammar, 1e-4 lm")
-        parser.add_argument("--seed", type=int, default=0)
+        for declared in settings().values():
+            add_setting(parser, declared)
         parser.add_argument("--owner", help="username owning the run (default: none)")
         parser.add_argument("--public", action="store_true")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run")
@@ -136,24 +105,34 @@ def option_message(message: str) -> str:
     return f"--{field.replace('_', '-')}: {rest.removeprefix(field + ':').strip()}"
 
 
+def add_setting(parser, declared: Declared) -> None:
+    """`declared`'s option: a flag for a boolean (--NAME, or --no-NAME where it is on by default), choices
+    for a choice, a type for a number, several ids for a list of runs, a path for a program."""
+    named = {"dest": declared.name, "help": f"{declared.label}: {declared.help}".replace("%", "%%")}
+    if declared.kind == "bool":
+        action = "store_false" if declared.default else "store_true"
+        parser.add_argument(declared.flag, action=action, **named)
+    elif declared.kind == "choice":
+        parser.add_argument(declared.flag, choices=declared.choices, default=declared.default, **named)
+    elif declared.kind == "ids":
+        parser.add_argument(declared.flag, type=int, nargs="+", default=[], metavar="ID", **named)
+    elif declared.name in FILE_SETTINGS:
+        parser.add_argument(declared.flag, type=Path, metavar="FILE", **named)
+    elif declared.name == "model":
+        named["help"] += f" Default: {declared.default}, or the warm start's model."
+        parser.add_argument(declared.flag, default=None, **named)
+    else:
+        kinds = {"int": int, "float": float, "text": str}
+        parser.add_argument(declared.flag, type=kinds[declared.kind], default=declared.default, **named)
+
+
 def config_fields(options) -> dict:
     """The RunConfig fields the options set."""
-    raw = {name: options[name] for name in (*NUMBERS, *CHOICES)}
-    raw |= {
-        "policy": options["policy"],
-        "model": options["model"] or warmstarts.warm_start_model(options["warm_start"]) or DEFAULTS.model,
-        "warm_start": options["warm_start"],
-        "imitate_runs": run_ids(options["imitate_runs"]),
-        "seed_baseline": options["seed_baseline"],
-        "baseline_program": read_program(options["baseline_program"]),
-        "sync": options["sync"],
-        "duration_aware": not options["no_duration_aware"],
-        "instrument": not options["no_instrumentation"],
-        "credit_valid": not options["no_credit_valid"],
-        "final_evaluation": options["evaluate"],
-        "seed": options["seed"],
-        "lr": options["lr"],
-    }
+    raw = {name: options[name] for name in settings()}
+    raw["imitate_runs"] = run_ids(options["imitate_runs"])
+    raw["model"] = options["model"] or warmstarts.warm_start_model(options["warm_start"]) or DEFAULTS.model
+    for name in FILE_SETTINGS:
+        raw[name] = read_program(options[name], flag=settings()[name].flag)
     return raw
 
 
@@ -176,13 +155,13 @@ def check_owner(username: str | None):
     return owner
 
 
-def read_program(path: Path | None) -> str:
+def read_program(path: Path | None, *, flag: str) -> str:
     if path is None:
         return ""
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"--baseline-program: cannot read {path} ({error}).") from None
+        raise BadInput(f"{flag}: cannot read {path} ({error}).") from None
 
 
 def resume_run(run_id: int) -> Run:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from webapp.competitions.bundles import BundleError
+from webapp.competitions.importing.bundles import BundleError
 
 
 class TableError(BundleError):

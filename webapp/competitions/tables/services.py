@@ -1,6 +1,6 @@
 """Writes for a competition made from one labelled table: the uploaded table's draft, and the competition.
 
-`competition_from_table` checks the choices, writes the bundle into a staging folder (`table_bundle`) and
+`competition_from_table` checks the choices, writes the bundle into a staging folder (`tables.bundle`) and
 hands it to the one import service (`services.competition_import`), which validates it again and stores
 it: a rejected table or choice stores nothing.
 
@@ -24,11 +24,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 
 from webapp.competitions import services
-from webapp.competitions.bundles import SLUG_RE
-from webapp.competitions.from_table import Choices, Plan, check_choices
+from webapp.competitions.importing.bundles import SLUG_RE
 from webapp.competitions.models import Competition
-from webapp.competitions.table_bundle import SPLIT_SEED, Written, write_bundle
-from webapp.competitions.table_files import Table, TableError, read_table
+from webapp.competitions.tables.bundle import SPLIT_SEED, Written, write_bundle
+from webapp.competitions.tables.files import Table, TableError, read_table
+from webapp.competitions.tables.proposal import Choices, Plan, check_choices
 
 DRAFT_KEEP_S = 24 * 3600
 TOKEN_RE = re.compile(r"^[0-9a-f]{32}$")

@@ -2,17 +2,17 @@
 
 A user with one table of labelled rows (CSV, a JSON list of records, or JSON lines) and no hidden answers
 gets a competition the way MLE-bench's `prepare.py` files make one from Kaggle data: part of the rows
-become the hidden test set. `table_files` reads the table; this module proposes, all editable:
+become the hidden test set. `tables.files` reads the table; this module proposes, all editable:
 
 - the id column: the first column named like an id (``id``, ``row_id``, ``PassengerId``, ``ID``) whose
-  values are present and unique, else none (then `table_bundle` writes a generated ``id``);
+  values are present and unique, else none (then `tables.bundle` writes a generated ``id``);
 - the targets: the column named ``target``, ``label``, ``class`` or ``y`` (any case), else the last one;
 - the metric (`propose_metric`): roc_auc for two classes, log_loss for up to ten classes (accuracy for
   more), rmse for numbers, mean_columnwise_roc_auc for several 0/1 columns;
 - the test fraction: 0.2.
 
 `check_choices` turns (possibly edited) choices into a `Plan` or raises `TableError`, one sentence naming
-the uploaded file and what is wrong. `table_bundle` splits the rows and writes the bundle; the import
+the uploaded file and what is wrong. `tables.bundle` splits the rows and writes the bundle; the import
 service stores it. Plain pandas: no Django, no database, nothing written.
 Not done: tables that do not fit in memory; targets that are free text (a text-span metric).
 """
@@ -27,7 +27,7 @@ import pandas as pd
 
 from rl_core.grading import MISSING_SPELLINGS
 from rl_core.metrics import get_metric, metric_names
-from webapp.competitions.table_files import Table, TableError, read_table
+from webapp.competitions.tables.files import Table, TableError, read_table
 
 __all__ = ["Choices", "Plan", "Table", "TableError", "check_choices", "propose", "read_table"]
 

@@ -34,7 +34,12 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 import yaml
 
-from webapp.competitions.bundles import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT_S, BundleError, one_line
+from webapp.competitions.importing.bundles import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIME_LIMIT_S,
+    BundleError,
+    one_line,
+)
 
 # MLE-bench grader names (normalized by `grader_key`) → Practicum metrics (rl_core.metrics). The names
 # are those MLE-bench's configs use, which are free text ("column-wise ROC AUC", "root_mean_squared_error").

@@ -30,8 +30,8 @@ from sklearn.model_selection import train_test_split
 
 from rl_core.grading import GradingSpec, grade_frames
 from rl_core.metrics import get_metric, positive_label
-from webapp.competitions.from_table import Plan, column_type, is_zero_one, numbers, present
-from webapp.competitions.table_files import Table, TableError
+from webapp.competitions.tables.files import Table, TableError
+from webapp.competitions.tables.proposal import Plan, column_type, is_zero_one, numbers, present
 
 SPLIT_SEED = 0
 TIME_LIMIT_S = 300

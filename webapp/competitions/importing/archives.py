@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from webapp.competitions.bundles import BundleError, BundleLimits, human_bytes
+from webapp.competitions.importing.bundles import BundleError, BundleLimits, human_bytes
 
 CHUNK_BYTES = 1 << 20
 

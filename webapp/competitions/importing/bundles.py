@@ -35,8 +35,8 @@ import yaml
 from rl_core.grading import MISSING_SPELLINGS, GradingSpec, grade_submission
 from rl_core.leaderboard import load_leaderboard_scores
 from rl_core.metrics import UnknownMetricError, get_metric
-from webapp.competitions.public_formats import FormatError, count_records
-from webapp.competitions.sentences import human_bytes, lowercase_first, one_line, sample_of
+from webapp.competitions.importing.public_formats import FormatError, count_records
+from webapp.competitions.importing.sentences import human_bytes, lowercase_first, one_line, sample_of
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SAMPLE = "sample_submission.csv"

