@@ -62,10 +62,12 @@ bench: install
 
 demo: install
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py demo
 
 demo-lm: install
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py demo --policy lm
 
 # Cluster workers (docs/operations.md): each needs DATABASE_URL, REDIS_URL and a shared PRACTICUM_DATA_DIR.

@@ -1,13 +1,14 @@
 """`/api/...`: the REST API (session or token auth) and its OpenAPI schema."""
 
 from django.urls import path
-from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
+from webapp.api_root import ApiRoot, SchemaView
 from webapp.competitions import api as competitions
 from webapp.runs import api as runs
 
 urlpatterns = [
+    path("", ApiRoot.as_view(), name="api-root"),
     path("competitions/", competitions.CompetitionList.as_view(), name="api-competitions"),
     path("competitions/upload/", competitions.CompetitionUpload.as_view(), name="api-competition-upload"),
     path("competitions/<slug:slug>/", competitions.CompetitionDetail.as_view(), name="api-competition"),
@@ -18,7 +19,8 @@ urlpatterns = [
     path("runs/<int:run_id>/attempts/<int:number>/", runs.AttemptDetail.as_view(), name="api-attempt"),
     path("runs/<int:run_id>/metrics/", runs.RunMetrics.as_view(), name="api-run-metrics"),
     path("warmstarts/", runs.WarmStartList.as_view(), name="api-warm-starts"),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # Swagger UI would load its scripts from a CDN (blank offline): the reference page is drawn on the server.
-    path("schema/docs/", RedirectView.as_view(pattern_name="dashboards:api_reference"), name="api-docs"),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
+    # Swagger UI and Redoc load their scripts from the sidecar package's static files, so they work offline
+    path("schema/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("schema/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
 ]

@@ -7,6 +7,8 @@ value fails at start-up with a message that names the variable and what was expe
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -127,3 +129,24 @@ def env_redis(name: str) -> RedisConfig | None:
     except ValueError:
         raise ImproperlyConfigured(f"{name} has a malformed port in {raw!r}.") from None
     return RedisConfig(url=raw)
+
+
+def stored_secret_key(path: Path) -> str:
+    """The signing key kept in `path`, made once (random, readable by its owner only) when there is none:
+    an installation gets its own key without setting one; a cluster sets SECRET_KEY on every machine, or
+    shares the data folder. Processes starting together agree: the key is written to a temporary file and
+    linked into place, which fails for all but the first."""
+    if not path.exists():
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".secret-key-")  # mode 0600
+        with os.fdopen(descriptor, "w") as stream:
+            stream.write(secrets.token_urlsafe(50))
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    key = path.read_text().strip()
+    if not key:
+        raise ImproperlyConfigured(f"{path} holds no secret key: delete it, or set SECRET_KEY.")
+    return key

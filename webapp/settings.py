@@ -6,8 +6,8 @@ embedded defaults: an SQLite file, an in-process broker and channel layer, and `
 | DATABASE_URL       | sqlite:///<data dir>/practicum.db| postgresql://… or sqlite:///rel, sqlite:////abs |
 | REDIS_URL          | unset = in-process               | Celery broker/results and the channel layer     |
 | PRACTICUM_DATA_DIR | <project>/var                    | competitions, attempt scratch dirs, checkpoints |
-| SECRET_KEY         | a development key (DEBUG only)   | Django's signing key                            |
-| DEBUG              | True                             | True or False                                   |
+| SECRET_KEY         | a random key kept in the data dir| Django's signing key (set it on every machine)  |
+| DEBUG              | False                            | True: Django's debug pages instead of friendly  |
 | ALLOWED_HOSTS      | localhost,127.0.0.1,[::1]        | comma-separated                                 |
 
 Every PRACTICUM_* variable is read here, once, at start-up, through webapp.env's strict readers (README's
@@ -19,22 +19,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.exceptions import ImproperlyConfigured
-
-from webapp.env import env_bool, env_choice, env_database, env_int, env_list, env_path, env_redis, env_str
+from webapp.env import (
+    env_bool,
+    env_choice,
+    env_database,
+    env_int,
+    env_list,
+    env_path,
+    env_redis,
+    env_str,
+    stored_secret_key,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env_str("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is False.")
-    SECRET_KEY = "practicum-development-key-not-for-production"
+DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 
 DATA_DIR = env_path("PRACTICUM_DATA_DIR", BASE_DIR / "var")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+SECRET_KEY = env_str("SECRET_KEY", "") or stored_secret_key(DATA_DIR / "secret_key")
 
 INSTALLED_APPS = [
     "daphne",
@@ -47,6 +51,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "webapp.competitions",
     "webapp.runs",
@@ -55,6 +60,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -118,8 +124,16 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
+# Static files (the admin's, the browsable API's, the schema viewers') are served by WhiteNoise in every
+# setting, the demo's daphne included: from STATIC_ROOT, compressed, after `manage.py collectstatic`, and
+# straight from the apps' folders before it (WHITENOISE_USE_FINDERS), so nothing under /static/ is a 404.
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
 
 # Uploads: Django streams any file above FILE_UPLOAD_MAX_MEMORY_SIZE to a temporary file in
 # FILE_UPLOAD_TEMP_DIR, a chunk (64 kB) at a time, so a multi-GB bundle never sits in memory. That folder is
@@ -167,7 +181,14 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Practicum API", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Practicum API",
+    "VERSION": "0.1.0",
+    # Swagger UI and Redoc from the installed sidecar package, not a CDN: the docs work offline
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING = {

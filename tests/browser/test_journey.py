@@ -126,6 +126,9 @@ def test_a_new_user_uploads_a_competition_watches_two_runs_learn_live_and_compar
     assert before.points < after.points == FIRST_RUN["attempts"]
     assert after.draws > before.draws + 1, "the charts were redrawn as events arrived, more than once"
     assert page.locator("#cancel").is_hidden(), "a finished run offers no cancel button"
+    # the header follows the learner: 4 attempts, B = 2, so 2 updates, whichever event told the page last
+    assert page.inner_text("#stat-version") == str(FIRST_RUN["attempts"] // FIRST_RUN["batch"])
+    assert page.inner_text("#live") == "finished", "a finished run is not shown as live"
     assert_the_arrival_chart_is_drawn(page)
 
     baseline = best_program(page, first)

@@ -42,7 +42,28 @@ def test_it_boots_with_no_environment_on_the_embedded_defaults(tmp_path):
     report = json.loads(done.stdout)
     assert report["engine"] == "django.db.backends.sqlite3" and report["data_dir"] == str(ROOT / "var")
     assert (report["redis"], report["broker"]) == (False, "memory://")
-    assert report["layer"] == "channels.layers.InMemoryChannelLayer" and report["debug"] is True
+    assert report["layer"] == "channels.layers.InMemoryChannelLayer" and report["debug"] is False
+
+
+def test_without_a_secret_key_an_installation_makes_one_keeps_it_private_and_reuses_it(tmp_path):
+    report = REPORT.replace(
+        '"debug": settings.DEBUG,', '"debug": settings.DEBUG, "key": settings.SECRET_KEY,'
+    )
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "webapp.settings",
+           "PRACTICUM_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+    keys = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", report], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        keys.append(json.loads(done.stdout)["key"])
+    stored = tmp_path / "data" / "secret_key"
+    assert keys[0] == keys[1] == stored.read_text() and len(keys[0]) >= 50
+    assert stored.stat().st_mode & 0o077 == 0  # nobody but its owner can read it
+    with_key = subprocess.run([sys.executable, "-c", report], cwd=ROOT, env=env | {"SECRET_KEY": "given"},
+                              capture_output=True, text=True)  # fmt: skip
+    assert json.loads(with_key.stdout)["key"] == "given"
 
 
 def test_database_and_redis_urls_select_postgresql_and_redis(tmp_path):
@@ -91,9 +112,12 @@ def test_a_malformed_variable_stops_start_up_naming_it(tmp_path, variable, value
     assert "ImproperlyConfigured" in done.stderr and message in done.stderr
 
 
-def test_production_mode_needs_a_secret_key(tmp_path):
-    done = boot(tmp_path, DEBUG="False")
-    assert done.returncode != 0 and "SECRET_KEY must be set when DEBUG is False." in done.stderr
+def test_an_empty_stored_secret_key_stops_start_up_naming_its_file(tmp_path):
+    (tmp_path / "data").mkdir(exist_ok=True)
+    (tmp_path / "data" / "secret_key").write_text("\n")
+    done = boot(tmp_path)
+    assert done.returncode != 0
+    assert "secret_key holds no secret key: delete it, or set SECRET_KEY." in done.stderr
 
 
 PRACTICUM_SETTINGS = {

@@ -224,7 +224,9 @@
     $("stat-attempts").textContent = state.total;
     $("stat-best").textContent = fmt(run.best_score);
     $("stat-valid").textContent = state.stats.finished ? fmt(state.stats.valid / state.stats.finished, 2) : "–";
-    $("stat-version").textContent = run.policy_version ?? "";
+    const learned = Math.max(run.policy_version ?? 0, ...[...state.metrics.keys()], 0);  // metrics come first
+    $("stat-version").textContent = learned;
+    if (run.active === false) $("live").textContent = run.status;  // no more events will come
     if ($("cancel")) $("cancel").form.hidden = run.active === false;  // drawn while the run was active
   }
 
@@ -249,5 +251,9 @@
 
   $("page-newer").addEventListener("click", () => showPage(page - 1));
   $("page-older").addEventListener("click", () => showPage(page + 1));
+  const cancelForm = document.getElementById("cancel-form");  // stopping a run is final: ask first
+  if (cancelForm) cancelForm.addEventListener("submit", (event) => {
+    if (!window.confirm(cancelForm.dataset.confirm)) event.preventDefault();
+  });
   connect();
 })();
