@@ -4,6 +4,7 @@
 #   make test   - the whole suite against real PostgreSQL and Redis (started or installed as needed)
 #   make lint   - ruff, mypy and the import boundaries
 #   make bench  - the benchmarks (slow); BENCH_ARGS=--quick for a short pass
+#   make screenshots - PNGs of the home, run, attempt, compare and API pages in var/screenshots, for review
 #   make worker-sandbox / worker-gpu / worker-sandbox-gpu - Celery workers for a cluster (docs/operations.md)
 #   make worker-beat - the cluster's clock (one per cluster): restarts runs whose supervisor died
 
@@ -23,7 +24,7 @@ TORCH_PIP_ARGS ?=
 # The LM sampler: vLLM's CPU build, or its CUDA build where a GPU driver answers (pyproject's extras cpu / gpu).
 VLLM_EXTRA ?= $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 
-.PHONY: install system system-base services test lint bench demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu worker-beat clean
+.PHONY: install system system-base services test lint bench screenshots demo demo-lm worker-sandbox worker-gpu worker-sandbox-gpu worker-beat clean
 
 install: system-base $(STAMP)
 
@@ -59,6 +60,10 @@ lint: install
 
 bench: install
 	for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) --json var/bench/$$(basename $$b .py).json || exit 1; done
+
+screenshots: install services
+	PRACTICUM_SCREENSHOTS=$(CURDIR)/var/screenshots DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+		$(PY) -m pytest -q -s -p no:cacheprovider tests/browser/test_screenshots.py
 
 demo: install
 	$(PY) manage.py migrate --noinput

@@ -71,11 +71,23 @@ def warm_start(policy: Any, path: Path) -> None:
 
 
 def previous_to_dict(previous: PreviousSolution) -> dict[str, Any]:
-    return {"code": previous.code, "output": previous.output, "score": previous.score}
+    return {
+        "code": previous.code,
+        "output": previous.output,
+        "score": previous.score,
+        "attempt_id": previous.attempt_id,
+    }
 
 
 def previous_from_dict(data: Mapping[str, Any]) -> PreviousSolution:
-    return PreviousSolution(code=data["code"], output=data["output"], score=float(data["score"]))
+    """The inverse of `previous_to_dict`; checkpoints written before entries named their attempt lack
+    ``attempt_id``, which then stays "" (unknown)."""
+    return PreviousSolution(
+        code=data["code"],
+        output=data["output"],
+        score=float(data["score"]),
+        attempt_id=str(data.get("attempt_id", "")),
+    )
 
 
 def sample_to_dict(sample: Sample) -> dict[str, Any]:

@@ -42,7 +42,9 @@ def evaluate(
     solve = _run_one(executor, Job(f"{prefix}-solve", solve_sample, task.slug), observer)
     if not (solve.valid and solve.score is not None):
         return Evaluation(solve, None, solve, solve_sample.response)
-    previous = PreviousSolution(program_code(solve_sample.response), solve.stdout_tail, solve.score)
+    previous = PreviousSolution(
+        program_code(solve_sample.response), solve.stdout_tail, solve.score, attempt_id=f"{prefix}-solve"
+    )
     improve_prompt = Prompt(task=task, kind="improve", previous=previous)
     improve_sample = _evaluation_sample(policy, improve_prompt, generator)
     improve = _run_one(executor, Job(f"{prefix}-improve", improve_sample, task.slug), observer)

@@ -61,6 +61,9 @@ class Job:
     """The instrumenting LM's version of the program (rl_core.instrument.lm_markup, "" when it wrote none),
     attached before dispatch (rl_core.lm_instrumenting); where the program runs it is checked and used, or
     refused for the AST rules' markers. None: the AST rules instrument the program."""
+    on_hidden_answers: bool = False
+    """Run on the competition's real public data and grade on its hidden answers, in a run whose attempts
+    otherwise run on a validation split (`reward_source="validation"`): that run's one final grading."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +266,8 @@ class LocalExecutor:
         runner: what runs one attempt, with run_response's signature (it is passed ``cancel``, an event
             set when the attempt is cancelled); rl_core.environment.run_response when None (imported
             only when the first attempt runs).
+        hidden_tasks: slug -> the real competition, for jobs `on_hidden_answers` where `tasks` are
+            validation splits (rl_core.validation); None: `tasks` are the real competitions.
     An exception raised by the runner itself (not by the program) is re-raised from `wait`.
     """
 
@@ -275,8 +280,10 @@ class LocalExecutor:
         reward: RewardConfig | None = None,
         instrument: bool = True,
         runner: Callable[..., AttemptOutcome] | None = None,
+        hidden_tasks: Mapping[str, TaskFiles] | None = None,
     ) -> None:
         self.tasks = dict(tasks)
+        self.hidden_tasks = dict(hidden_tasks) if hidden_tasks is not None else self.tasks
         self.capacity = capacity
         self.scratch_root = Path(scratch_root)
         self.options: dict[str, Any] = {"instrument": instrument} | (
@@ -292,7 +299,7 @@ class LocalExecutor:
         self._t0 = time.monotonic()
 
     def submit(self, job: Job) -> None:
-        task = self.tasks[job.task_slug]
+        task = (self.hidden_tasks if job.on_hidden_answers else self.tasks)[job.task_slug]
         work_dir = self.scratch_root / job.attempt_id
         shutil.rmtree(work_dir, ignore_errors=True)  # a re-dispatched attempt starts clean
         work_dir.mkdir(parents=True)

@@ -284,14 +284,14 @@ class _Run:
         return slot, self.state.period_s.pop(attempt_id, None)
 
     def remember(self, job: Job, score: float, stdout_tail: str, slot: int | None) -> None:
-        """Add a valid attempt (its `score` and output) to its task's improve pool and its slot's lineage;
-        track the task's best."""
+        """Add a valid attempt (its `score`, output and id) to its task's improve pool and its slot's
+        lineage; track the task's best."""
         task = self.by_slug[job.task_slug]
         better = functools.partial(is_better, higher_is_better=task.higher_is_better)
         best = self.state.best.get(task.slug)
         if best is None or better(score, best.score):
             self.state.best[task.slug] = BestSolution(job.attempt_id, score, job.sample.response)
-        entry = PreviousSolution(program_code(job.sample.response), stdout_tail, score)
+        entry = PreviousSolution(program_code(job.sample.response), stdout_tail, score, job.attempt_id)
         self.pool_add(task, entry)
         if slot is not None:
             self.state.lineage[f"{slot}:{task.slug}"] = entry

@@ -26,6 +26,7 @@ probabilities summing to 1 within the grader's tolerance); `rl_core.grading` app
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,16 @@ import numpy as np
 from rl_core import metric_functions as fns
 from rl_core.metric_functions import LOG_LOSS_EPS, MetricFn
 
-__all__ = ["LOG_LOSS_EPS", "METRICS", "Metric", "RowSums", "UnknownMetricError", "get_metric", "is_better"]
+__all__ = [
+    "LOG_LOSS_EPS",
+    "METRICS",
+    "Metric",
+    "RowSums",
+    "UnknownMetricError",
+    "format_score",
+    "get_metric",
+    "is_better",
+]
 
 PredictionKind = Literal["label", "probability", "value", "text"]
 
@@ -114,6 +124,35 @@ class Metric:
         (True, False)
         """
         return is_better(score, than, higher_is_better=self.higher_is_better)
+
+    @property
+    def direction(self) -> str:
+        """In words: "higher is better" or "lower is better"."""
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+
+SCORE_DIGITS = 5
+"""Significant digits a score is shown with (`format_score`)."""
+
+
+def format_score(score: float, digits: int = SCORE_DIGITS) -> str:
+    """`score` for people: `digits` significant digits, trailing zeros kept, never in exponent form.
+
+    Significant digits rather than a number of decimals per metric, because losses are unbounded: an RMSE
+    in dollars may be 25432.1 and a log loss 0.00123, so any fixed number of decimals prints one of them
+    as 25432.12345 or 0.00. Five significant digits are Kaggle's five decimals for the scores between 0.1
+    and 1 that most metrics give, and scale for the rest. Scores are never rounded where they are compared.
+
+    >>> format_score(0.21940183), format_score(25432.123), format_score(1.0), format_score(0.000123456)
+    ('0.21940', '25432', '1.0000', '0.00012346')
+    >>> format_score(0.0), format_score(-0.5), format_score(float("nan"))
+    ('0.0000', '-0.50000', 'nan')
+    """
+    if not math.isfinite(score):
+        return str(score)
+    magnitude = math.floor(math.log10(abs(score))) if score else 0
+    decimals = min(max(digits - 1 - magnitude, 0), 15)  # 15: a double's precision, for tiny scores
+    return f"{score:.{decimals}f}"
 
 
 def is_better(score: float, than: float, *, higher_is_better: bool) -> bool:

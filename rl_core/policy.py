@@ -42,6 +42,7 @@ class PreviousSolution:
     code: str
     output: str  # its stdout tail
     score: float
+    attempt_id: str = ""  # the loop's id of the attempt it came from (f"{seed}-baseline-{n}" for a baseline)
 
 
 @dataclass(frozen=True)

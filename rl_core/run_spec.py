@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from rl_core.reward import RewardConfig
+    from rl_core.validation import ValidationSettings
 
 Section = Literal["first", "lm", "advanced"]
 """Where the start form shows a setting: with the first few, with the LM-only ones, or folded."""
@@ -124,30 +125,35 @@ class RunConfig:
     )  # fmt: skip
     duration_weighting: Literal["slot_rate", "paper"] = setting(
         "slot_rate", "Duration weights",
-        "Slot rate: where each slot continues its own programs asynchronously, a continuation weighs its "
-        "slot's mean attempt time over the batch's mean, so fast slots do not outvote slow ones; "
-        "weight 1 everywhere else. Paper: every sample Δt / mean Δt, which pulls toward slow programs "
-        "wherever nothing is over-sampled.", feeds="learner",
+        "How much each attempt counts in an update, given its run time Δt. Slot rate: where each sandbox "
+        "slot keeps improving its own programs, an attempt counts its slot's mean run time over the batch's "
+        "mean, so slots with fast programs, which finish more often, do not outvote slow ones; every other "
+        "attempt counts 1. Paper: every attempt counts Δt / mean Δt, which favours slow programs wherever "
+        "fast ones are not over-represented.", feeds="learner",
         choice_labels={"slot_rate": "slot rate (exact where slots persist, 1 elsewhere)",
                        "paper": "paper (every sample Δt / mean Δt)"},
     )  # fmt: skip
     sample_ahead: int | None = setting(
         None, "Programs drawn per generation call",
         "Blank: 8 for a language model (it decodes faster in batches), 1 for the grammar policy. Drawn from "
-        "the newest policy and handed to sandboxes as they free up (shared pool only).",
+        "the newest policy and handed to sandboxes as they free up (when improve prompts draw on the shared "
+        "pool).",
         section="lm", feeds="loop", bound="positive", maximum=4096,
     )  # fmt: skip
     max_staleness: int = setting(
-        1, "Staleness bound (versions)",
-        "A program drawn ahead more than this many updates before its launch is drawn again.",
+        1, "Staleness bound (policy versions)",
+        "A program drawn ahead of time is drawn again when the policy has been updated more than this many "
+        "times between drawing it and running it, so the learner never trains on programs from a much older "
+        "policy.",
         section="lm", feeds="loop", bound="non_negative",
     )  # fmt: skip
     improve_from: Literal["pool", "slots"] = setting(
         "pool", "Improve prompts continue",
         "Where an improve prompt's earlier program comes from: the competition's shared pool of its best "
-        "programs, or each slot's own latest valid program (the paper's batch slots).", feeds="loop",
+        "programs, or, as in the paper, each of the K sandbox slots' own latest valid program, so each "
+        "slot keeps improving its own line of programs.", feeds="loop",
         choice_labels={"pool": "the competition's shared pool of best programs",
-                       "slots": "each slot's own latest program (the paper's batch slots)"},
+                       "slots": "each slot's own latest program (the paper's)"},
     )  # fmt: skip
     instrument: bool = setting(
         True, "Partial credit (progress markers)",
@@ -156,10 +162,11 @@ class RunConfig:
     )  # fmt: skip
     instrumenter: Literal["ast", "lm"] = setting(
         "ast", "Who inserts the markers",
-        "The AST rules, or the frozen language model (the paper's way; language model only). The model's "
-        "version runs only if, without its markers, it is the very same program; each attempt says which "
-        "ran.", section="lm",
-        choice_labels={"ast": "AST rules", "lm": "the frozen language model, checked against the AST"},
+        "Rules that read the program's syntax tree, or the frozen language model (the paper's way; "
+        "language model only). The model's version runs only if, without its markers, it is the very same "
+        "program; each attempt says which ran.", section="lm",
+        choice_labels={"ast": "syntax-tree rules",
+                       "lm": "the frozen language model, checked against the syntax-tree rules"},
     )  # fmt: skip
     reward_preset: Literal["normalized", "paper"] = setting(
         "normalized", "Reward",
@@ -186,33 +193,67 @@ class RunConfig:
         "a leaderboard.", feeds="reward", target="mode",
         choice_labels={"score": "score", "percentile": "leaderboard percentile (where there is one)"},
     )  # fmt: skip
+    reward_source: Literal["hidden", "validation"] = setting(
+        "hidden", "Reward source (which answers score attempts)",
+        "Hidden answers: every attempt is scored on the competition's hidden answers, as in the paper, so "
+        "the search sees test feedback and its result does not count on a leaderboard that forbids it. "
+        "Validation split: attempts are scored on a split of the labelled training table; the chosen "
+        "program is graded once on the hidden answers at the end, and that grade is the run's result "
+        "(only for competitions whose public data hold a labelled training table).",
+        section="first",
+        choice_labels={"hidden": "hidden answers (the paper's setup: test feedback)",
+                       "validation": "validation split (hidden answers touched once, at the end)"},
+    )  # fmt: skip
+    validation_fraction: float = setting(
+        0.2, "Validation share",
+        "The share of the labelled training rows (or groups) held out to score attempts on (validation split "
+        "only).", bound="probability",
+    )  # fmt: skip
+    validation_group_column: str = setting(
+        "", "Group column (validation split)",
+        "Rows sharing this column's value stay on one side of the split (patients, users, sites); blank: "
+        "rows are split one by one, stratified by class.",
+    )  # fmt: skip
+    validation_time_column: str = setting(
+        "", "Time column (validation split)",
+        "The latest rows by this column are held out, as a forecast would be judged; blank: a seeded "
+        "shuffle.",
+    )  # fmt: skip
     improve_prob: float = setting(
-        0.5, "Improve probability",
+        0.5, "Improve probability (p)",
         "How often a prompt asks to improve an earlier valid program instead of solving afresh (the paper's "
         "0.5).", feeds="loop", bound="probability",
     )  # fmt: skip
     objective: Literal["ppo", "reinforce"] = setting(
-        "ppo", "Objective", "PPO (the paper's) or REINFORCE with a baseline.", feeds="learner",
+        "ppo", "Objective",
+        "PPO (the paper's): clipped updates that keep the policy close to the one that drew the programs. "
+        "REINFORCE: the plain policy gradient, each reward compared with the advantage baseline.",
+        feeds="learner",
         choice_labels={"ppo": "PPO", "reinforce": "REINFORCE"},
     )  # fmt: skip
     lr: float | None = setting(
-        None, "Learning rate",
-        "Blank: the policy's own (0.05 grammar, 1e-4 for a language model's adapters).",
+        None, "Learning rate (lr)",
+        "How far each update moves the policy: larger learns faster but less steadily. Blank: the policy's "
+        "own (0.05 for the grammar policy, 0.0001 for a language model's adapters).",
         feeds="learner", bound="positive",
     )  # fmt: skip
     entropy_coef: float = setting(
-        0.01, "Entropy bonus", "Weight of the bonus for keeping the policy's choices spread.",
+        0.01, "Entropy bonus (entropy coefficient)",
+        "Rewards the policy for keeping its choices spread out, so it goes on trying other programs; 0: "
+        "no bonus.",
         feeds="learner", bound="non_negative",
     )  # fmt: skip
     kl_coef: float = setting(
-        0.0, "KL to the base model",
-        "Weight of the penalty for drifting from the frozen base model (language model only).",
+        0.0, "KL coefficient (β)",
+        "How strongly updates are held near the frozen base model (a penalty on the KL divergence from "
+        "it): higher keeps the model's writing closer to the original; 0: no penalty. Language model only.",
         section="lm", feeds="learner", bound="non_negative",
     )  # fmt: skip
     advantage: Literal["running_mean", "group_mean", "batch_normalized"] = setting(
         "running_mean", "Advantage baseline",
-        "What a reward is compared with: a running mean per competition and prompt kind, the batch's mean "
-        "for the same prompt, or the batch's mean and spread.", feeds="learner",
+        "What a reward is compared with to tell a better-than-usual attempt from a worse one (its "
+        "advantage): a running mean per competition and prompt kind, the batch's mean for the same prompt, "
+        "or the batch's mean and spread.", feeds="learner",
         choice_labels={"running_mean": "running mean", "group_mean": "group mean",
                        "batch_normalized": "batch normalized"},
     )  # fmt: skip
@@ -224,7 +265,9 @@ class RunConfig:
                        "full": "full (the paper's; ~1,600 tokens)"},
     )  # fmt: skip
     temperature: float = setting(
-        0.7, "Sampling temperature", "Higher: more varied programs; lower: more of the likeliest.",
+        0.7, "Sampling temperature (T)",
+        "Higher: more varied programs; lower: more of the likeliest. At 0.3 about half of a warm-started "
+        "SmolLM2-135M's programs are valid.",
         section="lm", feeds="lm", bound="positive",
     )  # fmt: skip
     max_new_tokens: int = setting(
@@ -289,6 +332,7 @@ class RunConfig:
             check_value(name, spec, getattr(self, name))
         self.check_instrumenter()
         self.check_warm_start()
+        self.check_validation()
 
     def check_instrumenter(self) -> None:
         """An LM instrumenter needs a language model to instrument with, and markers to insert."""
@@ -316,6 +360,25 @@ class RunConfig:
             raise ValueError(
                 "config: warm_start_demos and imitate_runs fine-tune a fresh model; leave warm_start empty."
             )
+
+    def check_validation(self) -> None:
+        """A validation split holds out some rows and keeps some, by one rule at most."""
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError("config: validation_fraction must be between 0 and 1, both excluded.")
+        if self.validation_group_column and self.validation_time_column:
+            raise ValueError(
+                "config: set validation_group_column or validation_time_column, not both (a split keeps "
+                "groups together or holds out the latest rows)."
+            )
+
+    def validation_settings(self) -> ValidationSettings:
+        """How this run splits each competition's labelled training table (reward source "validation")."""
+        from rl_core.validation import ValidationSettings
+
+        return ValidationSettings(
+            seed=self.seed, fraction=self.validation_fraction, group_column=self.validation_group_column,
+            time_column=self.validation_time_column,
+        )  # fmt: skip
 
     @property
     def warm_start_run_id(self) -> int | None:

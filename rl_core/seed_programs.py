@@ -66,8 +66,8 @@ def previous_solutions(
         responses: slug -> responses (a plan and one ```python block each).
         prefix: attempt ids are f"{prefix}-{n}" (n counts over all responses), e.g. "0-baseline".
     Returns:
-        slug -> the valid ones as PreviousSolution (code, stdout tail, score), in the order given; a slug
-        with no valid response is absent.
+        slug -> the valid ones as PreviousSolution (code, stdout tail, score, attempt id), in the order
+        given; a slug with no valid response is absent.
     """
     jobs: list[Job] = []
     for task in tasks:
@@ -76,15 +76,16 @@ def previous_solutions(
     outcomes = run_jobs(executor, jobs)
     found: dict[str, list[PreviousSolution]] = {}
     for job in jobs:
-        entry = as_previous(job.sample.response, outcomes[job.attempt_id])
+        entry = as_previous(job.sample.response, outcomes[job.attempt_id], attempt_id=job.attempt_id)
         if entry is not None:
             found.setdefault(job.task_slug, []).append(entry)
     return found
 
 
-def as_previous(response: str, outcome: AttemptOutcome) -> PreviousSolution | None:
-    """The improve-pool entry for a finished run of `response`, or None when it wrote no valid submission."""
+def as_previous(response: str, outcome: AttemptOutcome, *, attempt_id: str = "") -> PreviousSolution | None:
+    """The improve-pool entry for a finished run of `response` (the attempt `attempt_id`), or None when it
+    wrote no valid submission."""
     code = parse_response(response).code
     if code is None or not outcome.valid or outcome.score is None:
         return None
-    return PreviousSolution(code, outcome.stdout_tail, float(outcome.score))
+    return PreviousSolution(code, outcome.stdout_tail, float(outcome.score), attempt_id)

@@ -4,11 +4,15 @@
 template) or, given a corpus, a small BPE trained on it (shorter sequences: faster tests). `tiny_llama`
 is a 2-layer Llama of width `hidden`; `save_tiny_llama` writes both as a Hugging Face model folder, which
 LMPolicyConfig.model, `manage.py train --model` and `manage.py warmstart --model` accept as a path.
-`TINY_TASK` is a regression task's description for prompts (no files behind it).
+`TINY_TASK` is a regression task's description for prompts (no files behind it). `opened_files()` records
+every file this process opens within a block (an audit hook), for tests that prove which files a step reads.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -78,3 +82,31 @@ def save_tiny_llama(
     tiny_llama(tokenizer, seed=seed, hidden=hidden, max_positions=4096).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+_recording: list[list[Path]] = []
+_recording_lock = threading.Lock()
+_hooked = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _recording and isinstance(args[0], str | bytes | os.PathLike):
+        with _recording_lock:
+            _recording[-1].append(Path(os.fsdecode(args[0])).resolve())
+
+
+class opened_files:
+    """Within the block, the list it yields collects the resolved path of every file this process opens
+    (any thread). Subprocesses are not seen: what they may open is the sandbox's business."""
+
+    def __enter__(self) -> list[Path]:
+        global _hooked
+        if not _hooked:  # an audit hook cannot be removed: one, recording only inside these blocks
+            sys.addaudithook(_audit)
+            _hooked = True
+        self.paths: list[Path] = []
+        _recording.append(self.paths)
+        return self.paths
+
+    def __exit__(self, *exc: object) -> None:
+        _recording.remove(self.paths)

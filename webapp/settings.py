@@ -129,6 +129,7 @@ USE_TZ = True
 # straight from the apps' folders before it (WHITENOISE_USE_FINDERS), so nothing under /static/ is a 404.
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns at start-up while it is missing (before collectstatic)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -159,6 +160,10 @@ PRACTICUM_ALLOW_UNISOLATED = env_bool("PRACTICUM_ALLOW_UNISOLATED", False)
 # Per-user admission control (webapp.runs.quotas): runs queued or running, attempts in flight.
 PRACTICUM_MAX_RUNS_PER_USER = env_int("PRACTICUM_MAX_RUNS_PER_USER", 2, minimum=1)
 PRACTICUM_MAX_IN_FLIGHT_PER_USER = env_int("PRACTICUM_MAX_IN_FLIGHT_PER_USER", 8, minimum=1)
+# Grading your own submission.csv (webapp.competitions.submissions): graded uploads per user and competition
+# in any 24 hours, as Kaggle's daily limit (every upload that reaches the grader counts), and the file's size.
+PRACTICUM_SUBMISSIONS_PER_DAY = env_int("PRACTICUM_SUBMISSIONS_PER_DAY", 5, minimum=1)
+PRACTICUM_SUBMISSION_MAX_MB = env_int("PRACTICUM_SUBMISSION_MAX_MB", 50, minimum=1)
 # The distributed path (workers; docs/operations.md#settings). Leases: a worker or supervisor silent this long
 # is presumed dead. Tries: executions of one attempt before it is `lost`. The visibility timeout (2 days)
 # must exceed the longest run. The result poll: how often a supervisor checks leases when no result comes.

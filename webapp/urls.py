@@ -2,10 +2,11 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import RedirectView
+
+from webapp.dashboards.home import home
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="competitions:list", permanent=False)),
+    path("", home, name="home"),
     path("accounts/", include("webapp.accounts_urls")),
     path("competitions/", include("webapp.competitions.urls")),
     path("", include("webapp.dashboards.urls")),

@@ -44,12 +44,12 @@ from rl_core.environment import run_response
 from rl_core.outcome import FIELDS, AttemptOutcome
 from rl_core.reward import failure_reward
 from webapp import storage
-from webapp.competitions.agent_inputs import competition_task_files
 from webapp.competitions.models import Competition
 from webapp.competitions.selectors import competition_get
 from webapp.runs import selectors, services
 from workers.coordination import REDIS_ERRORS, AttemptKeys, Heartbeat, Lease, results_list, shared_client
 from workers.outcomes import lost_outcome, over_time_outcome, response_digest, unrunnable_outcome
+from workers.run_tasks import run_task_files
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,9 @@ class AttemptOrder:
     """The supervisor's LM instrumentation of the program (rl_core.instrument.lm_markup), or None for the
     AST rules. Untrusted until rl_core.instrument.accept_lm_markup has checked it here; refused, the rules'
     markers run (instrumentation "lm-fallback")."""
+    on_hidden_answers: bool = False
+    """Run on the real competition and grade on its hidden answers: a validation run's final grading (the
+    run's other attempts run on its validation split: workers.run_tasks)."""
 
     @cached_property
     def digest(self) -> str:
@@ -162,8 +165,9 @@ def run_and_record(client: redis.Redis, lease: Lease, order: AttemptOrder) -> st
 
 
 def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[AttemptOutcome, float]:
-    """The attempt's AttemptOutcome: run_response with the run's settings, or `unrunnable_outcome` when this
-    worker cannot see the competition's files (the reason names the folder it looked in); and the seconds
+    """The attempt's AttemptOutcome: run_response with the run's settings on the run's task files (the
+    validation split, for a validation run's attempts but its final gradings), or `unrunnable_outcome` when
+    this worker cannot see the competition's files (the reason names the folder it looked in); and the seconds
     run_response took (what the LocalExecutor would spend too; the rest is the Celery path's overhead)."""
     config = selectors.run_config(run_id=order.run_id)
     reward = config.reward_config()
@@ -171,7 +175,12 @@ def run_in_sandbox(order: AttemptOrder, work_dir: Path) -> tuple[AttemptOutcome,
     if competition is None:
         raise Competition.DoesNotExist(f"No competition {order.slug!r}.")
     try:
-        task = competition_task_files(competition=competition)
+        task = run_task_files(
+            run_id=order.run_id,
+            competition=competition,
+            config=config,
+            on_hidden_answers=order.on_hidden_answers,
+        )
     except FileNotFoundError as error:
         return unrunnable_outcome(order.response, str(error), failure_reward(reward)), 0.0
     started = time.monotonic()

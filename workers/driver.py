@@ -10,6 +10,7 @@ embedded mode, once a run starts (never at import: see tests/architecture).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -17,8 +18,9 @@ from typing import Any, cast
 
 from rl_core.checkpoint import warm_start
 from rl_core.checkpoint_files import latest_checkpoint
-from rl_core.evaluation import EVALUATION, evaluate
+from rl_core.evaluation import EVALUATION, Evaluation, evaluate
 from rl_core.executors import Executor, LocalExecutor
+from rl_core.final_grading import FINAL_PREFIX, Chosen, grade_on_hidden_answers
 from rl_core.learner import Learner
 from rl_core.loop import run_loop
 from rl_core.loop_config import LoopSummary
@@ -36,6 +38,7 @@ from webapp.runs.models import Attempt, Run
 from webapp.runs.warmstarts import run_warm_start_name
 from webapp.storage import models_dir
 from workers.fine_tuning import run_fine_tune
+from workers.run_tasks import run_task_files
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +103,16 @@ def baseline_responses(config: RunConfig, tasks: list[TaskInfo]) -> dict[str, st
     return {task.slug: simplest_program(task) for task in tasks}
 
 
-def local_executor(config: RunConfig, competitions: list[Competition], scratch: Path) -> Executor:
-    tasks = {c.slug: competition_task_files(competition=c) for c in competitions}
+def local_executor(
+    run_id: int, config: RunConfig, competitions: list[Competition], scratch: Path
+) -> Executor:
+    """Attempts run in threads of this process, on the run's task files (workers.run_tasks): the validation
+    splits for a validation run, whose final gradings alone run on the real competitions."""
+    tasks = {c.slug: run_task_files(run_id=run_id, competition=c, config=config) for c in competitions}
+    real = {c.slug: competition_task_files(competition=c) for c in competitions}
     return LocalExecutor(
         tasks, capacity=config.actors, scratch_root=scratch, reward=config.reward_config(),
-        instrument=config.instrument,
+        instrument=config.instrument, hidden_tasks=real,
     )  # fmt: skip
 
 
@@ -124,10 +132,12 @@ class PersistingObserver:
     supervisor holds the run: see rl_core.stops.Superseded)."""
 
     def __init__(
-        self, run_id: int, competitions: dict[str, Competition], superseded: threading.Event | None = None
-    ) -> None:
+        self, run_id: int, competitions: dict[str, Competition], superseded: threading.Event | None = None,
+        *, answers: str = "hidden",
+    ) -> None:  # fmt: skip
         self.run_id = run_id
         self.competitions = competitions
+        self.answers = answers  # which answers grade the loop's attempts: the run's reward source
         self.superseded = superseded or threading.Event()
         self.t0 = time.monotonic()
         self.in_flight: set[str] = set()
@@ -140,7 +150,7 @@ class PersistingObserver:
             key=attempt_id,
             competition=self.competitions[sample.prompt.task.slug],
             policy_version=sample.policy_version,
-            sample_fields=sample_fields(sample),
+            sample_fields=sample_fields(sample) | {"answers": self.answers},
         )
         self.in_flight.add(attempt_id)
 
@@ -173,10 +183,17 @@ def sample_fields(sample: Sample) -> dict[str, Any]:
     info = {k: v for k, v in sample.info.items() if isinstance(v, str | int | float | bool | dict | list)}
     return {
         "prompt_kind": prompt_kind(sample),
+        "parent_key": parent_key(sample),
         "family": str(sample.info.get("family", ""))[:40],
         "info": info,
         "response": sample.response,
     }
+
+
+def parent_key(sample: Sample) -> str:
+    """The loop's id of the attempt an improve prompt's program came from; "" for a solve prompt."""
+    previous = sample.prompt.previous
+    return previous.attempt_id if previous is not None else ""
 
 
 def prompt_kind(sample: Sample) -> str:
@@ -199,12 +216,17 @@ def run_supervise(
     root = storage.run_root(run_id)
     checkpoints = storage.run_checkpoints(run_id)
     checkpoints.mkdir(parents=True, exist_ok=True)
-    observer = PersistingObserver(run_id, {c.slug: c for c in competitions}, superseded)
+    observer = PersistingObserver(
+        run_id, {c.slug: c for c in competitions}, superseded, answers=config.reward_source
+    )
     outer = observer_wrapper(observer) if observer_wrapper else observer
-    executor = executor or local_executor(config, competitions, root / "attempts")
     resuming = latest_checkpoint(checkpoints) is not None
     services.run_set_status(run_id=run_id, status=Run.Status.RUNNING)
+    services.run_record_hardware(run_id=run_id, hardware=hardware(config))
     try:
+        executor = executor or local_executor(run_id, config, competitions, root / "attempts")
+        for competition in competitions:  # a validation split is made once, here, before any worker needs it
+            run_task_files(run_id=run_id, competition=competition, config=config)
         tasks = [competition_task_info(competition=c) for c in competitions]
         policy = start_policy(run_id, config, tasks, competitions, executor, resuming=resuming)
         executor = instrumenting_executor(config, policy, executor)
@@ -219,11 +241,15 @@ def run_supervise(
             resume=checkpoints if resuming else None,
             baselines=baseline_responses(config, tasks),
         )
+        evaluations: dict[str, Evaluation] = {}
         if config.final_evaluation:
             for task in tasks:
-                evaluate(policy, executor, task, seed=config.seed, observer=outer)
+                evaluations[task.slug] = evaluate(policy, executor, task, seed=config.seed, observer=outer)
+        chosen = chosen_programs(summary, evaluations, seed=config.seed)
+        record_final(run_id, config, executor, tasks, chosen, policy.version)
     except RunCancelled:
-        abandon_in_flight(run_id, observer.in_flight, executor)
+        if executor is not None:
+            abandon_in_flight(run_id, observer.in_flight, executor)
         return None
     except Superseded:
         raise  # not a failure: the run goes on under its new supervisor
@@ -234,10 +260,52 @@ def run_supervise(
         )
         raise
     finally:
-        executor.close()
+        if executor is not None:
+            executor.close()
         getattr(outer, "close", lambda: None)()
     services.run_set_status(run_id=run_id, status=Run.Status.FINISHED)
     return summary
+
+
+def chosen_programs(
+    summary: LoopSummary, evaluations: dict[str, Evaluation], *, seed: int
+) -> dict[str, Chosen]:
+    """slug -> the program the run stands by: the final evaluation's kept one where the run was evaluated
+    (PAPER.md's protocol), else the loop's best; a competition with neither has none."""
+    chosen = {slug: Chosen(best.attempt_id, best.response) for slug, best in summary.best_by_task.items()}
+    for slug, result in evaluations.items():
+        if result.best.valid:
+            kept = "improve" if result.best is result.improve else "solve"
+            chosen[slug] = Chosen(f"eval-{slug}-{seed}-{kept}", result.best_response)  # evaluate()'s ids
+    return chosen
+
+
+def record_final(
+    run_id: int, config: RunConfig, executor: Executor, tasks: list[TaskInfo], chosen: dict[str, Chosen],
+    version: int,
+) -> None:  # fmt: skip
+    """The run's result: a hidden-answer run's best score; a validation run's chosen programs graded once
+    each on the hidden answers (rl_core.final_grading), each stored as a "final" attempt."""
+    if config.reward_source != "validation":
+        services.run_final_from_best(run_id=run_id)
+        return
+    by_slug = {task.slug: task for task in tasks}
+    competitions = {c.slug: c for c in selectors.run_competitions(run_id=run_id)}
+    for slug, grade in grade_on_hidden_answers(executor, by_slug, chosen, policy_version=version).items():
+        services.final_grade_record(
+            run_id=run_id, competition=competitions[slug], key=f"{FINAL_PREFIX}{slug}",
+            parent_key=grade.chosen.attempt_id, response=grade.chosen.response, outcome=grade.outcome,
+            policy_version=version,
+        )  # fmt: skip
+
+
+def hardware(config: RunConfig) -> str:
+    """Where the run's policy computes: a language model on the GPU when there is one, else the CPU."""
+    import torch
+
+    if config.policy == "lm" and torch.cuda.is_available():
+        return f"GPU ({torch.cuda.get_device_name(0)})"
+    return f"CPU ({os.cpu_count()} cores)"
 
 
 def abandon_in_flight(run_id: int, in_flight: set[str], executor: Executor) -> None:

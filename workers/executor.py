@@ -164,12 +164,15 @@ class CeleryExecutor:
 
     def _order(self, job: Job) -> dict[str, Any]:
         """The execute_attempt task's keyword arguments (workers.attempts.AttemptOrder); the LM's markup of
-        the program only when the job has one (rl_core.lm_instrumenting), for the worker to check."""
+        the program only when the job has one (rl_core.lm_instrumenting), for the worker to check; the
+        final grading's flag (rl_core.final_grading) only when set."""
         return {
             "run_id": self.run_id, "key": job.attempt_id, "slug": job.task_slug,
             "response": job.sample.response, "lease_s": self.lease_s, "max_tries": self.max_tries,
             "allow_gpu": queue_for(job) == "sandbox-gpu",
-        } | ({"lm_markup": job.lm_markup} if job.lm_markup is not None else {})  # fmt: skip
+        } | ({"lm_markup": job.lm_markup} if job.lm_markup is not None else {}) | (
+            {"on_hidden_answers": True} if job.on_hidden_answers else {}
+        )  # fmt: skip
 
     def _starts(self, keys: AttemptKeys) -> int:
         return int(self.client.get(keys.starts) or 0)

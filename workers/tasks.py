@@ -29,16 +29,20 @@ def execute_attempt(
     max_tries: int,
     allow_gpu: bool = False,
     lm_markup: str | None = None,
+    on_hidden_answers: bool = False,
 ) -> str:
     """Run one attempt in the sandbox and report it to the run's supervisor. Safe to redeliver: an attempt
     that already has a result is not run again (workers.attempts). One stopped by its soft time limit is
     recorded as a `timeout` (workers.attempts), not failed and run again. `lm_markup`: the supervisor's LM
-    instrumentation of the program, used only if it passes this worker's checks."""
+    instrumentation of the program, used only if it passes this worker's checks. `on_hidden_answers`: a
+    validation run's final grading, on the real competition."""
     from workers.attempts import AttemptOrder
     from workers.attempts import execute_attempt as execute
 
     soft_limit_s = (self.request.timelimit or (None, None))[1]
-    order = AttemptOrder(run_id, key, slug, response, lease_s, max_tries, allow_gpu, soft_limit_s, lm_markup)
+    order = AttemptOrder(
+        run_id, key, slug, response, lease_s, max_tries, allow_gpu, soft_limit_s, lm_markup, on_hidden_answers
+    )
     return execute(order)
 
 

@@ -15,6 +15,15 @@ STAGES = (
     "submission_written",
 )
 """The partial-credit stages, in the order a program reaches them."""
+STAGE_LABELS = {
+    "imports_done": "imports done",
+    "data_loaded": "data loaded",
+    "model_defined": "model defined",
+    "model_trained": "model trained",
+    "predictions_made": "predictions made",
+    "submission_written": "submission written",
+}
+"""Each stage in words, for pages and charts."""
 MARKER_PREFIX = "@@practicum:"
 MARK_FUNCTION = "__practicum_mark__"
 CHANNEL_ENV = "PRACTICUM_MARKER_FD"

@@ -8,9 +8,7 @@ public files."""
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,33 +18,10 @@ import pytest
 from rl_core.features import task_features
 from rl_core.grading import GradingSpec, grade_frames
 from rl_core.policy import TaskInfo
+from rl_core.testing import opened_files
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 N_TRAIN, N_TEST = 80, 40
-
-_recording: list[list[Path]] = []
-_lock = threading.Lock()
-
-
-def _audit(event: str, args: tuple) -> None:
-    if event == "open" and _recording and isinstance(args[0], str | bytes | os.PathLike):
-        with _lock:
-            _recording[-1].append(Path(os.fsdecode(args[0])).resolve())
-
-
-sys.addaudithook(_audit)  # hooks cannot be removed; this one records only inside `opened_files`
-
-
-class opened_files:
-    """Within the block, `.paths` collects the resolved path of every file this process opens."""
-
-    def __enter__(self) -> list[Path]:
-        self.paths: list[Path] = []
-        _recording.append(self.paths)
-        return self.paths
-
-    def __exit__(self, *exc: object) -> None:
-        _recording.remove(self.paths)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,20 @@ def page(browser, asgi_server) -> Iterator:
 
 
 @pytest.fixture
+def log_in() -> Callable[..., None]:
+    """`log_in(page, username, password)`: sign `page` in through the login form, as a user would."""
+
+    def sign(page, username: str, password: str) -> None:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", password)
+        page.click("main button[type=submit]")
+        page.wait_for_load_state()
+
+    return sign
+
+
+@pytest.fixture
 def screenshot(page) -> Callable[[str], Path]:
     """`screenshot("run-live")` writes the whole page to <PRACTICUM_SCREENSHOTS>/run-live.png."""
     folder = Path(os.environ.get("PRACTICUM_SCREENSHOTS") or ROOT / "var" / "screenshots")
@@ -116,3 +131,62 @@ def bundle_zip(tmp_path) -> Path:
     helpers = load_bundle_helpers()
     folder = helpers.write_bundle(tmp_path / "tiny-churn")
     return helpers.zip_folder(folder, tmp_path / "tiny-churn.zip")
+
+
+# A finished run made in the database, for pages that only read it (the run page, the screenshot walk).
+FINISHED_ATTEMPTS, FINISHED_BUDGET = 6, 10
+FINISHED_SCORES = [0.50, None, 0.40, 0.45, 0.30, None]  # rmsle: lower is better, so attempt 5 is the best
+
+
+@pytest.fixture
+def rmsle_competition(owner):
+    from webapp.competitions.models import Competition
+
+    return Competition.objects.create(
+        slug="house-prices", name="House prices", owner=owner, is_public=True, description="Predict prices.",
+        metric="rmsle", id_column="id", target_columns=["price"], time_limit_s=60, memory_mb=512,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def finished_run(owner, rmsle_competition) -> int:
+    """A finished grammar run of six attempts (two invalid) and three policy updates, made in the database."""
+    return make_finished_run(owner, rmsle_competition, "summary")
+
+
+@pytest.fixture
+def second_finished_run(owner, rmsle_competition) -> int:
+    """Another such run on the same competition, its scores 10 % better: something to compare with."""
+    return make_finished_run(owner, rmsle_competition, "second", scale=0.9)
+
+
+def make_finished_run(owner, competition, name: str, *, scale: float = 1.0) -> int:
+    """A finished run like `finished_run`'s, its scores multiplied by `scale`; returns its id."""
+    from django.utils import timezone
+
+    from rl_core.run_spec import RunConfig
+    from webapp.runs.models import Attempt, LearnerStep, Run
+
+    start = timezone.now() - timedelta(minutes=5)
+    run = Run.objects.create(
+        owner=owner, name=name, is_public=True, status=Run.Status.FINISHED, policy="grammar",
+        config=RunConfig(attempts=FINISHED_BUDGET, batch=2).to_dict(), policy_version=3,
+        attempts_done=FINISHED_ATTEMPTS, started_at=start, finished_at=start + timedelta(seconds=125),
+    )  # fmt: skip
+    run.competitions.add(competition)
+    for number, score in enumerate(FINISHED_SCORES, start=1):
+        Attempt.objects.create(
+            run=run, key=f"0-{number}", competition=competition, number=number, policy_version=number // 2,
+            status="ok" if score else "error", valid=score is not None, score=score and score * scale,
+            stages=["imports_done"], reward=1.2 if score else -0.9, duration_s=float(number),
+            started_at=start, finished_at=start + timedelta(seconds=10 * number),
+            program=f"print({number} * {scale})\n",
+        )  # fmt: skip
+    best = Attempt.objects.get(run=run, number=5)
+    Run.objects.filter(id=run.id).update(best_score=best.score, best_attempt=best)
+    for version in (1, 2, 3):
+        metrics = {"losses/policy": 0.1 * version, "charts/entropy": 1.0}
+        LearnerStep.objects.create(
+            run=run, version=version, attempts_done=2 * version, wall_s=float(version), metrics=metrics
+        )
+    return run.id

@@ -19,14 +19,6 @@ def erin(django_user_model):
     return django_user_model.objects.create_user(USERNAME, password=PASSWORD)
 
 
-def sign_in(page) -> None:
-    page.goto("/accounts/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_load_state()
-
-
 def test_the_api_root_links_every_endpoint_and_the_nav_links_to_it(page):
     page.goto("/")
     page.click("#nav-api")
@@ -54,10 +46,10 @@ def test_the_schema_renders_as_a_page_from_local_files(page):
     assert "attachment" not in schema.headers.get("content-disposition", "")
 
 
-def test_no_page_asks_for_a_static_file_that_is_not_there(erin, page):
+def test_no_page_asks_for_a_static_file_that_is_not_there(erin, page, log_in):
     missing: list[str] = []
     page.on("response", lambda r: missing.append(r.url) if "/static/" in r.url and r.status >= 400 else None)
-    sign_in(page)
+    log_in(page, USERNAME, PASSWORD)
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url) if "/static/" in r.url else None)
     for path in PAGES:
@@ -76,15 +68,17 @@ def test_an_unknown_page_is_a_friendly_404(page):
 
 
 @pytest.fixture
-def queued_run(erin):
-    """A run of erin's, queued (never dispatched): active, so its page offers to cancel it."""
+def queued_run(erin, asgi_server):
+    """A run of erin's, queued (never dispatched): active, so its page offers to cancel it. Made once the
+    workers are up: a `gpu` worker starting restarts a supervisor for every active run it finds, which would
+    fail this one (it has no competition) before the test could cancel it."""
     from webapp.runs.models import Run
 
     return Run.objects.create(owner=erin, name="to cancel", config={}).id
 
 
-def test_cancelling_a_run_asks_for_a_confirmation_first(erin, queued_run, page):
-    sign_in(page)
+def test_cancelling_a_run_asks_for_a_confirmation_first(erin, queued_run, page, log_in):
+    log_in(page, USERNAME, PASSWORD)
     page.goto(f"/runs/{queued_run}/")
     assert page.get_attribute("#cancel", "class") == "quiet-danger", "cancel is not the primary button"
     asked: list[str] = []

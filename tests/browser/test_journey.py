@@ -25,7 +25,7 @@ TABLE_ROWS = "document.querySelectorAll('#attempts tbody tr').length"
 CHART_POINTS = "(document.getElementById('chart-reward').data || [{x: []}])[0].x.length"
 RUN_STATUS = "document.getElementById('stat-status').textContent"
 RUN_TIMEOUT_MS = 120_000  # a supervisor imports torch before its first attempt: slow on a busy machine
-DIFF_ROW = ".code-diff table.diff tbody tr"  # cells: link, line number, code, then the same for the other run
+DIFF_ROW = ".code-diff table.diff tbody tr:not(.diff_fold)"  # cells: line number and code, for each run
 
 
 @dataclass(frozen=True)
@@ -163,8 +163,8 @@ def assert_compare_page_diffs_the_best_programs(page, first: int, second: int) -
     diff = page.locator(".code-diff")
     assert len(programs) == 2 and programs[0] != programs[1], "the second run improved on the first's best"
     assert f"run #{first} → run #{second}" in diff.locator("h3").inner_text()
-    assert page.evaluate("document.getElementById('chart-best').data.length") == 2
+    assert page.evaluate("document.querySelector('.chart-best').data.length") == 2, "one metric, one chart"
     changed = diff.locator(".diff_add, .diff_chg, .diff_sub").count()
     assert changed >= 1, "the diff shows the lines that changed"
     widths = page.evaluate(f"[...document.querySelector('{DIFF_ROW}').cells].map((cell) => cell.offsetWidth)")
-    assert widths[2] + widths[5] > 0.75 * sum(widths), f"the code columns are narrow: {widths}"
+    assert widths[1] + widths[3] > 0.75 * sum(widths), f"the code columns are narrow: {widths}"

@@ -47,20 +47,16 @@ def big_bundle_zip(bundle_zip, extra: dict[str, str] | None = None):
     return bundle_zip
 
 
-def sign_in_and_open_upload(page) -> None:
-    page.goto("/accounts/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_load_state()
+def sign_in_and_open_upload(page, log_in) -> None:
+    log_in(page, USERNAME, PASSWORD)
     page.goto("/competitions/upload/")
 
 
 def test_a_large_zip_uploads_with_a_progress_bar_to_100_and_opens_the_competition(
-    uma, page, bundle_zip, screenshot
+    uma, page, bundle_zip, screenshot, log_in
 ):
     zip_path = big_bundle_zip(bundle_zip)
-    sign_in_and_open_upload(page)
+    sign_in_and_open_upload(page, log_in)
     page.evaluate(RECORD_PROGRESS)
     page.set_input_files("#id_files", str(zip_path))
     page.click("#upload-submit")
@@ -77,9 +73,9 @@ def test_a_large_zip_uploads_with_a_progress_bar_to_100_and_opens_the_competitio
     screenshot("large-upload-done")
 
 
-def test_a_refused_upload_shows_the_reason_on_the_page(uma, page, bundle_zip, screenshot):
+def test_a_refused_upload_shows_the_reason_on_the_page(uma, page, bundle_zip, screenshot, log_in):
     zip_path = big_bundle_zip(bundle_zip, {"public/meta/labels.json": '[{"id": 1}, {"id": 2}'})
-    sign_in_and_open_upload(page)
+    sign_in_and_open_upload(page, log_in)
     page.set_input_files("#id_files", str(zip_path))
     page.click("#upload-submit")
     errors = page.locator("#upload-errors")

@@ -44,16 +44,10 @@ def table_csv(tmp_path):
     return path
 
 
-def sign_in(page) -> None:
-    page.goto("/accounts/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_load_state()
-
-
-def test_a_labelled_table_becomes_a_competition_through_the_proposal_page(erin, page, screenshot, table_csv):
-    sign_in(page)
+def test_a_labelled_table_becomes_a_competition_through_the_proposal_page(
+    erin, page, screenshot, table_csv, log_in
+):
+    log_in(page, USERNAME, PASSWORD)
     page.goto("/competitions/")
     page.click("#from-table-link")
     page.set_input_files("#table-upload-form input[type=file]", str(table_csv))

@@ -37,7 +37,8 @@ def directory(tmp_path):
 
 
 def improve_sample() -> Sample:
-    prompt = Prompt(task=TASK, kind="improve", previous=PreviousSolution("print(1)", "1\n", 0.25))
+    previous = PreviousSolution("print(1)", "1\n", 0.25, attempt_id="0-17")
+    prompt = Prompt(task=TASK, kind="improve", previous=previous)
     return Sample(
         prompt, "Plan.\n```python\nprint(2)\n```\n", (-0.5, -1.25), 3, {"family": "knn", "k": [1, 2]}
     )
@@ -108,6 +109,19 @@ def test_a_sample_saved_before_samples_had_an_action_reads_it_from_its_info(info
     del saved["action"]  # the form checkpoints had before
     loaded = sample_from_dict(saved, {"comp": TASK})
     assert (loaded.action, loaded.info) == (action, info)
+
+
+def test_an_improve_samples_previous_solution_keeps_the_attempt_it_came_from(directory):
+    save_checkpoint(directory, 1, {"sample": sample_to_dict(improve_sample())})
+    loaded = sample_from_dict(load_checkpoint(directory)["sample"], {"comp": TASK})
+    assert loaded.prompt.previous is not None and loaded.prompt.previous.attempt_id == "0-17"
+
+
+def test_a_previous_solution_saved_before_entries_named_their_attempt_loads_with_no_attempt():
+    saved = sample_to_dict(improve_sample())
+    del saved["previous"]["attempt_id"]  # the form checkpoints had before
+    previous = sample_from_dict(saved, {"comp": TASK}).prompt.previous
+    assert previous == PreviousSolution("print(1)", "1\n", 0.25, attempt_id="")
 
 
 def test_an_experience_survives_the_plain_data_round_trip():

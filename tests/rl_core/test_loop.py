@@ -139,6 +139,19 @@ def test_improve_prompts_appear_only_once_the_task_has_a_valid_solution():
     assert len(order) == len(set(order))
 
 
+@pytest.mark.parametrize("improve_from", ["pool", "slots"])
+def test_an_improve_prompt_names_the_valid_attempt_its_previous_solution_came_from(improve_from):
+    config = LoopConfig(attempts=120, actors=4, batch=8, improve_prob=0.5, improve_from=improve_from)
+    _, recorder, _ = run(["crash", "fast", "medium"], config)
+    finished = {e[1]: e for e in recorder.of("finished")}
+    improves = [e[3] for e in recorder.of("started") if e[3].prompt.kind == "improve"]
+    assert improves
+    for sample in improves:
+        parent = finished[sample.prompt.previous.attempt_id]
+        assert parent[4].valid and parent[4].score == sample.prompt.previous.score
+        assert family_of(parent[3].response) == family_of(sample.prompt.previous.code)
+
+
 def test_improve_prob_zero_gives_only_solve_prompts():
     config = LoopConfig(attempts=64, actors=4, batch=8, improve_prob=0.0)
     _, recorder, _ = run(["fast", "medium"], config)

@@ -95,6 +95,12 @@ def test_a_valid_baseline_gives_improve_prompts_from_the_first_attempt():
     assert first.previous.score == pytest.approx(0.4)
 
 
+def test_an_improve_prompt_from_a_baseline_names_the_baseline_attempt():
+    observer = Recorder()
+    run(observer=observer, baselines={"comp": BASELINE})
+    assert observer.started[0][1].prompt.previous.attempt_id == "0-baseline-0"  # f"{seed}-baseline-{n}"
+
+
 def test_without_baselines_the_first_attempts_are_solve_prompts():
     observer = Recorder()
     run(observer=observer)

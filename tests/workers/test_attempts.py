@@ -3,6 +3,7 @@ when it runs an attempt, when it does not, and what it reports."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from practicum_test_cluster import LEASE_S, sleep_program
 
 from rl_core.outcome import AttemptOutcome
 from rl_core.run_spec import RunConfig
+from rl_core.testing import opened_files
 from webapp import storage
 from webapp.competitions import storage as competition_storage
 from webapp.runs import services
@@ -49,6 +51,24 @@ def test_it_runs_the_attempt_and_pushes_its_outcome_to_the_run(run, broker):
     assert execute_attempt(order_for(run, sleep_program(0))) == "ran"
     [result] = pushed(broker, run)
     assert (result["key"], result["outcome"]["status"], result["outcome"]["valid"]) == ("0-0", "ok", True)
+
+
+def test_a_validation_runs_attempts_are_graded_on_its_split_and_only_its_final_grading_on_the_answers(
+    iris, broker
+):
+    config = RunConfig(attempts=4, reward_source="validation").to_dict()
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config)
+    hidden = competition_storage.answers_path("iris-species").resolve()
+    with opened_files() as opened:
+        assert execute_attempt(order_for(run, sleep_program(0))) == "ran"
+    assert hidden not in opened
+    final = dataclasses.replace(
+        order_for(run, sleep_program(0), key="final-iris-species"), on_hidden_answers=True
+    )
+    with opened_files() as opened:
+        assert execute_attempt(final) == "ran"
+    assert opened.count(hidden) == 1
+    assert [r["outcome"]["valid"] for r in pushed(broker, run)] == [True, True]
 
 
 def test_it_writes_the_outcome_file_outside_the_scratch_dir(run):

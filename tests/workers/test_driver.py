@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from rl_core.policies.lm.config import LMPolicyConfig
 from rl_core.policies.lm.policy import LMPolicy
+from rl_core.policy import PreviousSolution, Prompt, Sample, TaskInfo
 from rl_core.run_spec import RunConfig
 from rl_core.testing import save_tiny_llama
 from webapp.competitions.management.commands.seed_competitions import seed_one
 from webapp.runs import services
 from webapp.runs.models import Run
 from webapp.storage import models_dir
-from workers.driver import build_policy, run_supervise
+from workers.driver import build_policy, run_supervise, sample_fields
 
 
 @pytest.fixture
@@ -69,6 +72,27 @@ def test_a_run_seeded_with_the_baseline_writes_improve_prompts_from_its_first_at
     attempts = list(run.attempts.order_by("number"))
     assert [a.key for a in attempts] == ["0-0", "0-1"]  # the baseline itself is not an attempt
     assert [a.prompt_kind for a in attempts] == ["improve", "improve"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_each_improve_attempt_stores_the_key_of_the_program_it_started_from():
+    iris = seed_one("iris-species")
+    config = RunConfig(attempts=6, actors=1, batch=2, improve_prob=1.0, seed_baseline=True)
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config.to_dict())
+    run_supervise(run_id=run.id)
+    attempts = list(run.attempts.order_by("number"))
+    assert attempts[0].parent_key == "0-baseline-0"  # the seeded baseline: f"{seed}-baseline-{n}"
+    for attempt in attempts[1:]:
+        earlier_valid = {a.key for a in attempts if a.number < attempt.number and a.valid}
+        assert attempt.parent_key in earlier_valid | {"0-baseline-0"}, attempt.number
+
+
+def test_a_solve_attempt_has_no_parent_key():
+    task = TaskInfo("comp", "a task", "rmse", False, "id", ("y",), 60.0)
+    sample = Sample(Prompt(task=task, kind="solve"), "print(1)", (), 0, {})
+    improve = replace(sample, prompt=Prompt(task, "improve", PreviousSolution("print(0)", "", 0.5, "0-3")))
+    assert (sample_fields(sample)["parent_key"], sample_fields(improve)["parent_key"]) == ("", "0-3")
 
 
 class DeleteTheRunFirst:

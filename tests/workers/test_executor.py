@@ -4,6 +4,7 @@ attempts that went quiet. Only the first test starts a worker; the others read t
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import time
 
@@ -125,6 +126,16 @@ def test_only_an_attempt_sent_to_the_gpu_sandbox_queue_may_use_the_gpu(executor,
     )
     assert queued_kwargs(broker, "sandbox")["allow_gpu"] is False
     assert queued_kwargs(broker, "sandbox-gpu")["allow_gpu"] is True
+
+
+def test_only_a_final_grading_is_sent_to_run_on_the_hidden_answers(executor, iris, broker):
+    executor.submit(job_for(iris, "0-0", sleep_program(0)))
+    assert "on_hidden_answers" not in queued_kwargs(broker, "sandbox")
+    broker.delete("sandbox")
+    executor.submit(
+        dataclasses.replace(job_for(iris, "final-iris", sleep_program(0)), on_hidden_answers=True)
+    )
+    assert queued_kwargs(broker, "sandbox")["on_hidden_answers"] is True
 
 
 def test_it_sends_an_attempt_again_once_the_worker_that_started_it_went_quiet(executor, run, iris, broker):

@@ -22,3 +22,13 @@ class UploadForm(forms.Form):
         "sample_submission.csv and answers.csv together.",
     )
     is_public = forms.BooleanField(required=False, label="Public (everyone can see it and run agents on it)")
+
+
+class SubmissionForm(forms.Form):
+    """One submission.csv to grade (webapp.competitions.submissions checks its size and the rate limit)."""
+
+    file = forms.FileField(
+        label="submission.csv",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"}),
+        help_text="The id column and the target columns, one row per id of test.csv.",
+    )

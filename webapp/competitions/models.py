@@ -1,4 +1,5 @@
-"""The Competition row. Its files live under `storage.competition_dir(slug)`; answers are never served."""
+"""The Competition row, and the submissions users graded against it. Its files live under
+`storage.competition_dir(slug)`; answers are never served."""
 
 from __future__ import annotations
 
@@ -39,3 +40,24 @@ class Competition(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+
+class Submission(models.Model):
+    """A submission.csv a user graded against the competition's hidden answers from its submit page
+    (webapp.competitions.submissions). Only the outcome is kept, never the file."""
+
+    competition = models.ForeignKey(Competition, on_delete=models.CASCADE, related_name="submissions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    created_at = models.DateTimeField(auto_now_add=True)
+    file_name = models.CharField(max_length=255)
+    size_bytes = models.PositiveBigIntegerField()
+    valid = models.BooleanField()
+    score = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True, help_text="The grader's sentence on what is wrong, when invalid.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "competition", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"submission {self.pk} of {self.user_id} to {self.competition_id}"

@@ -6,9 +6,12 @@ never by walking the disk: a competition may hold tens of thousands of files.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from django.contrib.auth.models import AnonymousUser, User
@@ -19,6 +22,9 @@ from rl_core.leaderboard import MedalThresholds, medal_thresholds
 from rl_core.metrics import Metric, get_metric
 from webapp.competitions import storage
 from webapp.competitions.models import Competition
+
+if TYPE_CHECKING:
+    from rl_core.validation import ValidationSettings
 
 
 def competitions_visible_to(*, user: User | AnonymousUser) -> QuerySet[Competition]:
@@ -71,7 +77,34 @@ def competition_grading_spec(*, competition: Competition) -> GradingSpec:
     )
 
 
+def competition_validation_refusal(
+    *, competition: Competition, settings: ValidationSettings | None = None
+) -> str | None:
+    """Why no validation split of `competition` can be made (reward source "validation", issue 28), in one
+    sentence; None when one can. Reads only its public files (rl_core.validation.validation_plan), and only
+    where this machine holds them (a worker elsewhere says so when the run starts)."""
+    public = storage.public_dir(competition.slug)
+    if not public.is_dir():
+        return None
+    grading = competition_grading_spec(competition=competition)
+    return _validation_refusal(public, public.stat().st_mtime_ns, grading, settings)
+
+
+@functools.lru_cache(maxsize=256)
+def _validation_refusal(
+    public: Path, mtime_ns: int, grading: GradingSpec, settings: ValidationSettings | None
+) -> str | None:
+    """`validation_plan`'s refusal, once per folder as it stands (a 54,000-row table takes 0.2 s to check;
+    competition pages ask on every view)."""
+    from rl_core.validation import Refusal, validation_plan
+
+    plan = validation_plan(public, grading, settings)
+    return plan.reason if isinstance(plan, Refusal) else None
+
+
 KINDS_SHOWN = 5  # extensions named in a folder's summary; the rest are counted
+IMAGE_KINDS = frozenset({"png", "jpg", "jpeg", "gif", "webp"})
+"""Extensions a browser shows itself: these files preview in the page and open inline."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +123,10 @@ class ListedFile:
     @property
     def kind(self) -> str:
         return file_kind(self.path)
+
+    @property
+    def is_image(self) -> bool:
+        return self.kind in IMAGE_KINDS
 
 
 @dataclass(frozen=True)
@@ -155,8 +192,8 @@ def competition_folder_listing(*, competition: Competition, folder: str = "") ->
             beneath.setdefault(name[:slash], Tally()).add(name, record["size_bytes"])
     if path and not files and not beneath:
         return None
-    subfolders = tuple(beneath[sub].summary(sub) for sub in sorted(beneath))
-    files.sort(key=lambda f: f.path)
+    subfolders = tuple(beneath[sub].summary(sub) for sub in sorted(beneath, key=natural_key))
+    files.sort(key=lambda f: natural_key(f.path))
     return FolderListing(
         folder=folder_summary(path, files, subfolders), files=tuple(files), subfolders=subfolders
     )
@@ -190,6 +227,19 @@ def folder_summary(path: str, files: list[ListedFile], subfolders: tuple[ListedF
         tally.size_bytes += sub.size_bytes
         tally.kinds.update(dict(sub.kinds))
     return tally.summary(path)
+
+
+DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders the numbers inside names by value, as a file manager does.
+
+    >>> sorted(["10.png", "2.png", "1.png", "b.csv", "100.png"], key=natural_key)
+    ['1.png', '2.png', '10.png', '100.png', 'b.csv']
+    """
+    parts = (part for part in DIGITS.split(name) if part)
+    return tuple((0, int(part)) if part.isdigit() else (1, part.lower()) for part in parts)
 
 
 def file_kind(name: str) -> str:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.competitions import views
+from webapp.competitions import submission_views, views
 from webapp.competitions.tables import views as table_views
 
 app_name = "competitions"
@@ -14,4 +14,5 @@ urlpatterns = [
     path("upload/table/<str:token>/", table_views.table_propose, name="table_propose"),
     path("<slug:slug>/", views.competition_detail, name="detail"),
     path("<slug:slug>/files/<path:name>", views.competition_file, name="file"),
+    path("<slug:slug>/submit/", submission_views.competition_submit, name="submit"),
 ]

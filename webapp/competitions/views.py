@@ -41,17 +41,20 @@ def competition_detail(request: HttpRequest, slug: str) -> HttpResponse:
         if preview is not None
         else "",
         "medals": selectors.competition_medals(competition=competition),
+        "validation_refusal": selectors.competition_validation_refusal(competition=competition),
     }
     return render(request, "competitions/detail.html", context)
 
 
 def competition_file(request: HttpRequest, slug: str, name: str) -> FileResponse:
-    """A public file; the answers are not under public/ and so can never be named here."""
+    """A public file; the answers are not under public/ and so can never be named here. Images open in the
+    browser (with their content type); every other file downloads."""
     competition = visible_or_404(request, slug)
     path = selectors.competition_public_file(competition=competition, name=name)
     if path is None:
         raise Http404("No such public file.")
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=path.name)
+    inline = selectors.file_kind(path.name) in selectors.IMAGE_KINDS
+    return FileResponse(open(path, "rb"), as_attachment=not inline, filename=path.name)
 
 
 @login_required

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.utils.html import format_html
 
 from rl_core.run_spec import Declared, RunConfig, settings
 from webapp.competitions.models import Competition
 from webapp.runs.models import Run
 
 DEFAULTS = RunConfig()
-FIELD_IN_ERROR = re.compile(r"^config: (\w+) ")
+FIELD_IN_ERROR = re.compile(r"^config: (\w+):? ")
 RUN_FIELDS = ("competitions", "name", "is_public")
 """The form's fields that are the run's own, not its settings; the page shows them first."""
 
@@ -60,10 +61,18 @@ def form_field(declared: Declared) -> forms.Field:
     return forms.CharField(required=False, **common)
 
 
+class CompetitionsField(forms.ModelMultipleChoiceField):
+    """The competitions to train on, as ticks labelled by name with the slug beside it (the page's script
+    adds a search box); posts competition ids under `competitions`, as the API does."""
+
+    widget = forms.CheckboxSelectMultiple(attrs={"class": "competition-pick"})
+
+    def label_from_instance(self, obj: Competition) -> str:
+        return format_html('{} <span class="muted">{}</span>', obj.name, obj.slug)
+
+
 class RunStartForm(forms.Form):
-    competitions = forms.ModelMultipleChoiceField(
-        queryset=Competition.objects.none(), widget=forms.SelectMultiple(attrs={"size": 6})
-    )
+    competitions = CompetitionsField(queryset=Competition.objects.none())
     name = forms.CharField(
         required=False, max_length=200, help_text="Blank: named after policy and competition."
     )
@@ -78,7 +87,7 @@ class RunStartForm(forms.Form):
         config a clone starts from, whose fields the form does not show are kept."""
         super().__init__(*args, **kwargs)
         self.base = base or {}
-        self.fields["competitions"].queryset = competitions
+        self.fields["competitions"].queryset = competitions.order_by("name", "slug")
         self.fields.update({name: form_field(settings()[name]) for name in form_settings()})
         warm_start = settings()["warm_start"]
         self.fields["warm_start"] = forms.ChoiceField(
@@ -123,6 +132,8 @@ def field_named_in(message: str) -> str | None:
 
     >>> field_named_in("config: batch must be positive, not 0."), field_named_in("something else")
     ('batch', None)
+    >>> field_named_in("config: reward_source: 'digits' offers only 'hidden'.")
+    'reward_source'
     """
     match = FIELD_IN_ERROR.match(message)
     return match.group(1) if match and match.group(1) in form_settings() else None

@@ -5,19 +5,30 @@ selectors decide visibility), calls one service or builder, and renders; live da
 
 from __future__ import annotations
 
-import difflib
+import gzip
 from functools import lru_cache
 from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
 from webapp.competitions import selectors as competition_selectors
 from webapp.competitions.models import Competition
-from webapp.dashboards import apidocs, compare, exports, forms, leaderboard, tokens
+from webapp.dashboards import (
+    ancestry,
+    apidocs,
+    compare,
+    exports,
+    forms,
+    leaderboard,
+    run_page,
+    run_table,
+    tokens,
+)
 from webapp.runs import arrival, selectors, services
 from webapp.runs.models import Attempt, Run
 from webapp.runs.payloads import attempt_detail
@@ -27,10 +38,17 @@ EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = (
-        selectors.runs_visible_to(user=request.user).select_related("owner").prefetch_related("competitions")
-    )
-    return render(request, "dashboards/run_list.html", {"runs": runs[:200]})
+    """`/runs/?competition=SLUG&status=running&sort=best`: the visible runs, filtered and sorted
+    (run_table), each best score with its metric and direction; ticked runs open in compare."""
+    filters = run_table.RunFilters.from_query(request.GET)
+    context = {
+        "rows": run_table.run_rows(user=request.user, filters=filters),
+        "filters": filters,
+        "sorts": run_table.SORTS,
+        "statuses": Run.Status.values,
+        "competition_choices": run_table.competition_choices(user=request.user),
+    }
+    return render(request, "dashboards/run_list.html", context)
 
 
 def warm_start_list(request: HttpRequest) -> HttpResponse:
@@ -40,12 +58,22 @@ def warm_start_list(request: HttpRequest) -> HttpResponse:
 
 
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The live run page: a summary in words (run_page), the charts that matter, diagnostics folded."""
     run = visible_run_or_404(request, run_id)
+    settings_in_words = run_page.run_setting_lines(run)
     context = {
         "run": run,
         "can_control": may_control(request, run),
         "evaluation": selectors.run_evaluation(run=run),
         "scores_untrustworthy": selectors.run_scores_untrustworthy(run=run),
+        "metrics": run_page.run_metric_lines(run),
+        "settings": settings_in_words,
+        "settings_changed": sum(line.changed for line in settings_in_words),
+        "reward_words": run_page.reward_in_words(run.config),
+        "graded_on": run_page.graded_on_in_words(run.config),
+        "reward_source": run.config.get("reward_source", "hidden"),
+        "budget": run.config.get("attempts"),
+        "best_number": run.best_attempt.number if run.best_attempt_id else None,
     }
     return render(request, "dashboards/run.html", context)
 
@@ -57,20 +85,26 @@ def run_arrival(request: HttpRequest, run_id: int) -> JsonResponse:
 
 
 def attempt_page(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
+    """One attempt: its grade in its metric's words, the diff from its parent (an improve prompt's program),
+    a folded diff against the run's best, its neighbours by number and its bundle."""
     run = visible_run_or_404(request, run_id)
     attempt = attempt_or_404(run, number)
+    parent = ancestry.attempt_parent(attempt)
+    parent_attempt = parent.attempt if parent else None
     best = run.best_attempt if run.best_attempt_id and run.best_attempt_id != attempt.id else None
-    context = {"run": run, "attempt": attempt, "detail": attempt_detail(attempt), "best": best,
-               "diff": program_diff(best, attempt) if best else ""}  # fmt: skip
+    previous_number, next_number = selectors.attempt_neighbour_numbers(attempt=attempt)
+    context = {
+        "run": run, "attempt": attempt, "detail": attempt_detail(attempt), "parent": parent, "best": best,
+        "metric": competition_selectors.competition_metric(competition=attempt.competition),
+        "parent_diff": program_diff(parent_attempt, attempt, "its parent") if parent_attempt else [],
+        "best_diff": program_diff(best, attempt, "the run's best") if best else [],
+        "previous_number": previous_number, "next_number": next_number,
+    }  # fmt: skip
     return render(request, "dashboards/attempt.html", context)
 
 
-def program_diff(old: Attempt, new: Attempt) -> str:
-    lines = difflib.unified_diff(
-        old.program.splitlines(), new.program.splitlines(),
-        fromfile=f"attempt {old.number} (best)", tofile=f"attempt {new.number}", lineterm="",
-    )  # fmt: skip
-    return "\n".join(lines)
+def program_diff(old: Attempt, new: Attempt, label: str) -> list[ancestry.DiffLine]:
+    return ancestry.program_diff_lines(old, new, old_label=label)
 
 
 @login_required
@@ -110,7 +144,7 @@ def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> Http
                 name=data["name"], is_public=data["is_public"], cloned_from=source,
             )  # fmt: skip
         except ValueError as error:  # a quota refusal, or a config the form could not check
-            form.add_error(None, str(error))
+            form.add_error(forms.field_named_in(str(error)), str(error))
         else:
             return redirect("dashboards:run", run_id=run.id)
     status = 400 if request.method == "POST" else 200
@@ -139,18 +173,23 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 def compare_page(request: HttpRequest) -> HttpResponse:
     """`/compare/?runs=1,2,3[&all=1]`: the visible runs among the first MAX_RUNS asked, side by side; the
-    page names the ids it left out."""
+    page names the ids it left out and those it cannot show (missing or not visible, without saying which)."""
     run_ids, dropped = compare.split_at_limit(compare.parse_run_ids(request.GET.get("runs", "")))
     runs = selectors.runs_get_visible(run_ids=run_ids, user=request.user)
     show_all = request.GET.get("all") == "1"
     competitions = visible_competitions_of(runs, request)
+    charts = compare.chart_groups(runs)
     context = {
         "runs": runs,
         "dropped": dropped,
+        "unseen": compare.unseen_ids(run_ids, shown=[r.id for r in runs]),
         "max_runs": compare.MAX_RUNS,
         "run_ids": ",".join(str(r.id) for r in runs),
         "show_all": show_all,
         "curves": [compare.run_curve(run) for run in runs],
+        "charts": charts,
+        "metric_note": compare.metric_note([group["metric"] for group in charts["best"]]),
+        "poll_s": compare.POLL_S,
         "config_rows": compare.config_rows(runs, show_all=show_all),
         "best": compare.best_submissions(runs),
         "leaderboards": [
@@ -158,6 +197,14 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         ],
     }
     return render(request, "dashboards/compare.html", context)
+
+
+def compare_curves(request: HttpRequest) -> JsonResponse:
+    """`/compare/curves.json?runs=1,2,3`: the compare page's curves and best-submission numbers for the
+    visible runs among the first MAX_RUNS asked, which the page polls while any of them is active."""
+    run_ids, _ = compare.split_at_limit(compare.parse_run_ids(request.GET.get("runs", "")))
+    runs = selectors.runs_get_visible(run_ids=run_ids, user=request.user)
+    return JsonResponse(compare.live_payload(runs))
 
 
 def visible_competitions_of(runs: list[Run], request: HttpRequest) -> list[Competition]:
@@ -176,6 +223,17 @@ def run_export(request: HttpRequest, run_id: int, what: str, fmt: str) -> HttpRe
     if body is None:
         raise Http404("No such export.")
     return attachment(body, EXPORT_TYPES[fmt], f"run-{run.id}-{what}.{fmt}")
+
+
+def run_export_mlebench(request: HttpRequest, run_id: int) -> HttpResponse:
+    """`/runs/<id>/export/mlebench.zip`: the run's final submissions in MLE-bench's layout
+    (exports.mlebench_bundle); a 404 whose text says why when there is nothing to export."""
+    run = visible_run_or_404(request, run_id)
+    try:
+        body = exports.mlebench_bundle(run)
+    except exports.NothingToExport as reason:
+        return HttpResponse(str(reason), status=404, content_type="text/plain; charset=utf-8")
+    return attachment(body, "application/zip", f"run-{run.id}-mlebench.zip")
 
 
 def attempt_bundle(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
@@ -212,18 +270,34 @@ def asset(request: HttpRequest, name: str) -> HttpResponse:
     path = ASSETS / name
     if name not in {p.name for p in ASSETS.iterdir()}:
         raise Http404("No such asset.")
-    return HttpResponse(path.read_text(), content_type="application/javascript")
+    return javascript(request, path.read_bytes())
 
 
 @cache_control(max_age=86400, public=True)
 def plotly_js(request: HttpRequest) -> HttpResponse:
     """plotly.js's basic bundle, vendored (vendor/README.md): dashboards work with no internet access."""
-    return HttpResponse(bundled_plotly_js(), content_type="application/javascript")
+    return javascript(request, bundled_plotly_js())
 
 
 @lru_cache(maxsize=1)
-def bundled_plotly_js() -> str:
-    return (Path(__file__).resolve().parent / "vendor" / "plotly-basic.min.js").read_text(encoding="utf-8")
+def bundled_plotly_js() -> bytes:
+    return (Path(__file__).resolve().parent / "vendor" / "plotly-basic.min.js").read_bytes()
+
+
+def javascript(request: HttpRequest, body: bytes) -> HttpResponse:
+    """A script, gzipped for a browser that accepts it (plotly's 1.2 MB bundle travels as about 0.4 MB)."""
+    if "gzip" not in request.headers.get("Accept-Encoding", ""):
+        response = HttpResponse(body, content_type="application/javascript")
+    else:
+        response = HttpResponse(gzipped(body), content_type="application/javascript")
+        response["Content-Encoding"] = "gzip"
+    patch_vary_headers(response, ("Accept-Encoding",))
+    return response
+
+
+@lru_cache(maxsize=16)
+def gzipped(body: bytes) -> bytes:
+    return gzip.compress(body, compresslevel=9, mtime=0)
 
 
 def visible_run_or_404(request: HttpRequest, run_id: int) -> Run:

@@ -44,6 +44,19 @@ class Run(models.Model):
     best_attempt = models.ForeignKey(
         "Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    final_score = models.FloatField(
+        null=True, blank=True,
+        help_text="The run's result: its chosen program's one grade on the hidden answers (validation "
+        "runs), or its best hidden-answer score (hidden runs). Leaderboards rank by it.",
+    )  # fmt: skip
+    final_valid = models.BooleanField(null=True, blank=True, help_text="Whether that grade is valid.")
+    final_attempt = models.ForeignKey(
+        "Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The attempt whose grade is the final score (a validation run's final grading).",
+    )  # fmt: skip
+    hardware = models.CharField(
+        max_length=120, blank=True, help_text="Where the policy ran: 'CPU (2 cores)', 'GPU (NVIDIA H100)'."
+    )
     warm_start_progress = models.JSONField(
         default=dict,
         blank=True,
@@ -92,6 +105,16 @@ class Attempt(models.Model):
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     prompt_kind = models.CharField(max_length=16, default="solve")
+    answers = models.CharField(
+        max_length=16, choices=[("hidden", "hidden answers"), ("validation", "validation split")],
+        default="hidden", help_text="Which answers graded it: the competition's hidden ones, or a validation "
+        "split of its labelled training table (reward source 'validation').",
+    )  # fmt: skip
+    parent_key = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The key of the attempt an improve prompt started from (a baseline is no attempt).",
+    )
     policy_version = models.PositiveIntegerField()
     staleness = models.PositiveIntegerField(null=True, blank=True)
     family = models.CharField(max_length=40, blank=True, help_text="Model family, when the policy names one.")

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 
 from rl_core.checkpoint_files import latest_checkpoint
-from rl_core.instrument import STAGES
+from rl_core.instrument import STAGE_LABELS, STAGES
 from rl_core.metrics import get_metric, is_better
 from rl_core.run_spec import RunConfig
 from rl_core.warmstart.folders import list_warm_starts
@@ -52,6 +52,14 @@ def run_get_visible(*, run_id: int, user: User | AnonymousUser) -> Run | None:
 
 def run_is_visible_to(*, run_id: int, user: User | AnonymousUser) -> bool:
     return runs_visible_to(user=user).filter(id=run_id).exists()
+
+
+def run_showcase_for(*, user: User | AnonymousUser) -> Run | None:
+    """The run the home page points to: the newest active run `user` may see (the demo's, in `make demo`),
+    else the newest finished one; None when there is neither."""
+    visible = runs_visible_to(user=user).order_by("-created_at", "-id")
+    active = visible.filter(status__in=Run.ACTIVE_STATUSES).first()
+    return active or visible.filter(status=Run.Status.FINISHED).first()
 
 
 def runs_active() -> QuerySet[Run]:
@@ -202,12 +210,12 @@ def best_score_steps(graded: list[dict[str, Any]], *, higher_is_better: bool) ->
 
 
 def run_snapshot(*, run: Run) -> dict[str, Any]:
-    """Everything a run page needs to (re)draw itself; the `seq` tells the page which live events it
-    already includes, and `stages` names the instrumentation stages in order (rl_core.instrument), so the
-    page draws them without a list of its own. Bounded in size and cost however long the run: `attempts`
-    holds at most MAX_CHART_POINTS (the newest RECENT_IN_FULL as full summaries, older ones evenly spaced
-    as chart points) and `metrics` at most MAX_METRIC_POINTS updates; `stats` and `best_steps` are exact
-    over every attempt, counted in the database rather than over model instances.
+    """Everything a run page needs to (re)draw itself; the `seq` tells the page which live events it already
+    includes, and `stages` names the instrumentation stages in order (rl_core.instrument; their words in
+    `stage_labels`), so the page draws them without a list of its own. Bounded in size and cost however long
+    the run: `attempts` holds at most MAX_CHART_POINTS (the newest RECENT_IN_FULL as full summaries, older
+    ones evenly spaced as chart points) and `metrics` at most MAX_METRIC_POINTS updates; `stats` and
+    `best_steps` are exact over every attempt, counted in the database rather than over model instances.
 
     Every part is read from one database snapshot together with `seq` (`one_snapshot`), so an attempt
     finishing meanwhile is either in the counts with its event's seq <= `seq`, or in neither: the page,
@@ -226,6 +234,7 @@ def run_snapshot(*, run: Run) -> dict[str, Any]:
             "best_steps": run_best_score_steps(run=run, higher_is_better=summary["higher_is_better"]),
             "metrics": run_metric_points(run=run),
             "stages": list(STAGES),
+            "stage_labels": STAGE_LABELS,
         }
 
 
@@ -261,9 +270,19 @@ def snapshot_attempts(*, run: Run, ids: list[int]) -> list[dict[str, Any]]:
     return [item for i in chosen if (item := full.get(i) or points.get(i))]
 
 
+FINAL_KIND = "final"
+"""The prompt kind of a validation run's final gradings (workers.driver.record_final)."""
+
+
+def run_trained_attempts(*, run: Run) -> QuerySet[Attempt]:
+    """The run's attempts but its final gradings: those its reward source graded."""
+    return run.attempts.exclude(prompt_kind=FINAL_KIND)
+
+
 def run_attempt_stats(*, run: Run) -> dict[str, Any]:
-    """`attempt_stats` over the run's finished attempts (lost ones excluded), grouped in the database."""
-    finished = run.attempts.exclude(status__in=(Attempt.Status.RUNNING, Attempt.Status.LOST))
+    """`attempt_stats` over the run's finished attempts (lost ones and a validation run's final gradings,
+    scored on other answers, excluded), grouped in the database."""
+    finished = run_trained_attempts(run=run).exclude(status__in=(Attempt.Status.RUNNING, Attempt.Status.LOST))
     # order_by() drops the model's default ordering, which would otherwise split the groups.
     groups = finished.values("valid", "stages").annotate(count=Count("id")).order_by()
     return attempt_stats(list(groups))
@@ -271,8 +290,12 @@ def run_attempt_stats(*, run: Run) -> dict[str, Any]:
 
 def run_best_score_steps(*, run: Run, higher_is_better: bool) -> list[dict[str, Any]]:
     """Every improvement of the run's best valid score, in order of finishing: the exact best-score
-    curve, as {number, score, finished_at (ISO 8601)}."""
-    graded = run.attempts.filter(valid=True, score__isnull=False).order_by("finished_at", "number")
+    curve, as {number, score, finished_at (ISO 8601)}; a validation run's final gradings are no part of it."""
+    graded = (
+        run_trained_attempts(run=run)
+        .filter(valid=True, score__isnull=False)
+        .order_by("finished_at", "number")
+    )
     steps = best_score_steps(list(graded.values("number", "score")), higher_is_better=higher_is_better)
     finished = dict(
         graded.filter(number__in=[s["number"] for s in steps]).values_list("number", "finished_at")
@@ -303,11 +326,12 @@ def attempt_get(*, run: Run, number: int) -> Attempt | None:
     return run_attempts(run=run).filter(number=number).first()
 
 
-def competition_attempt_rows(*, competition: Competition, run_ids: list[int]) -> QuerySet[Attempt]:
-    """The finished attempts of these runs on one competition, light (no program text)."""
-    rows = Attempt.objects.filter(run_id__in=run_ids, competition=competition)
-    rows = rows.exclude(status=Attempt.Status.RUNNING).order_by("run_id", "number")
-    return rows.only("run_id", "number", "status", "valid", "score", "finished_at")
+def attempt_neighbour_numbers(*, attempt: Attempt) -> tuple[int | None, int | None]:
+    """The numbers of the run's attempts just before and just after this one; None at either end."""
+    numbers = Attempt.objects.filter(run_id=attempt.run_id).values_list("number", flat=True)
+    before = numbers.filter(number__lt=attempt.number).order_by("-number").first()
+    after = numbers.filter(number__gt=attempt.number).order_by("number").first()
+    return before, after
 
 
 def adapters_root() -> Path:

@@ -13,9 +13,11 @@ from rl_core.metrics import get_metric
 from rl_core.outcome import AttemptOutcome, OutcomeStatus
 from rl_core.run_spec import RunConfig
 from webapp.competitions.models import Competition
+from webapp.competitions.selectors import competition_validation_refusal
 from webapp.runs import dispatch, events, quotas
 from webapp.runs.models import Attempt, LearnerStep, Run
 from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
+from webapp.runs.selectors import FINAL_KIND
 from webapp.runs.warmstarts import warm_start_check
 
 
@@ -151,6 +153,51 @@ def _write_outcome(attempt: Attempt, outcome: AttemptOutcome) -> None:
     attempt.instrumentation = outcome.instrumentation
 
 
+def final_grade_record(
+    *, run_id: int, competition: Competition, key: str, parent_key: str, response: str,
+    outcome: AttemptOutcome, policy_version: int,
+) -> Attempt:  # fmt: skip
+    """Store a validation run's one grading of its chosen program on `competition`'s hidden answers: an
+    attempt of prompt kind "final", graded on the hidden answers, outside the run's attempt count and its
+    best (validation) score. For a run on one competition it is the run's final score. Idempotent by `key`."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        attempt = Attempt.objects.filter(run_id=run_id, key=key).first()
+        if attempt is None:
+            now = timezone.now()
+            attempt = Attempt(
+                run_id=run_id, key=key, competition=competition, prompt_kind=FINAL_KIND, answers="hidden",
+                parent_key=parent_key, policy_version=policy_version, staleness=0, started_at=now,
+                finished_at=now, number=Attempt.objects.filter(run_id=run_id).count() + 1, tries=1,
+                response=storable(response),
+            )  # fmt: skip
+            _write_outcome(attempt, outcome)
+            attempt.save()
+        if run.competitions.count() == 1:
+            run_set_final(run, score=attempt.score if attempt.valid else None, attempt=attempt)
+    return attempt
+
+
+def run_final_from_best(*, run_id: int) -> Run:
+    """A hidden-answer run's result is its best score, which the hidden answers graded already."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        run_set_final(run, score=run.best_score, attempt=run.best_attempt)
+    return run
+
+
+def run_set_final(run: Run, *, score: float | None, attempt: Attempt | None) -> None:
+    """Save `run`'s result (inside the caller's transaction, the run row locked) and publish it."""
+    run.final_score, run.final_valid, run.final_attempt = score, score is not None, attempt
+    run.save(update_fields=["final_score", "final_valid", "final_attempt"])
+    events.publish(run.id, "run", {"run": run_summary(run)})
+
+
+def run_record_hardware(*, run_id: int, hardware: str) -> None:
+    """Where the run's policy runs ('CPU (2 cores)', 'GPU (NVIDIA H100)'), for leaderboards' compute."""
+    Run.objects.filter(id=run_id).update(hardware=hardware[:120])
+
+
 def storable(value: Any) -> Any:
     """`value` with every NUL character replaced by U+FFFD, in strings and inside lists and dicts: text a
     program printed or a model sampled may hold NULs, which PostgreSQL text and jsonb cannot store.
@@ -254,12 +301,28 @@ def run_admit_create(
     behind. `manage.py train` drives what this returns in the foreground."""
     checked = RunConfig.from_dict(config)
     source = warm_start_check(config=checked, owner=owner)
+    validation_check(config=checked, competitions=competitions)
     with transaction.atomic():
         quotas.run_admit(owner=owner, config=checked)
         return run_create(
             owner=owner, competitions=competitions, policy=checked.policy, config=checked.to_dict(),
             name=name, is_public=is_public, cloned_from=cloned_from, warm_start_from=source,
         )  # fmt: skip
+
+
+def validation_check(*, config: RunConfig, competitions: list[Competition]) -> None:
+    """A validation run needs a validation split of each of its competitions: ValueError naming the first
+    that has none, and why (it offers only the hidden answers)."""
+    if config.reward_source != "validation":
+        return
+    settings = config.validation_settings()
+    for competition in competitions:
+        reason = competition_validation_refusal(competition=competition, settings=settings)
+        if reason:
+            raise ValueError(
+                f"config: reward_source: {competition.slug!r} offers only 'hidden' (no validation split: "
+                f"{reason})."
+            )
 
 
 def attempt_note_try(*, run_id: int, key: str, tries: int) -> None:

@@ -25,19 +25,19 @@ def result(*, score: float | None, program: str = PROGRAM, duration_s: float = 1
 
 @pytest.fixture
 def finish():
-    """finish(run, score=..., program=..., kind=...) -> Attempt: start and finish one attempt through the
-    services (kind: its prompt kind)."""
+    """finish(run, score=..., program=..., kind=..., info=...) -> Attempt: start and finish one attempt
+    through the services (kind: its prompt kind; info: what the policy said of its sample)."""
     counter = iter(range(100_000))
 
     def make(
         run, *, score: float | None, program: str = PROGRAM, duration_s: float = 1.0, family: str = "knn",
-        kind: str = "solve",
+        kind: str = "solve", info: dict | None = None,
     ):  # fmt: skip
         key = f"0-{next(counter)}"
         sample = {
             "prompt_kind": kind,
             "family": family,
-            "info": {},
+            "info": info or {},
             "response": f"plan\n```python\n{program}```",
         }
         competition = run.competitions.get()
@@ -79,3 +79,26 @@ def as_user(client):
         return client
 
     return login
+
+
+@pytest.fixture
+def validation_run(competition, owner):
+    """A queued grammar run of `owner` on `competition` whose reward source is a validation split."""
+    config = RunConfig(attempts=4, reward_source="validation").to_dict()
+    return services.run_create(owner=owner, competitions=[competition], policy="grammar", config=config)
+
+
+@pytest.fixture
+def grade_final():
+    """grade_final(run, score=..., chosen=attempt) -> Attempt: record the run's one final grading on the
+    hidden answers (what workers.driver.record_final stores), of `chosen`'s program."""
+
+    def make(run, *, score: float | None, chosen, duration_s: float = 1.0):
+        outcome = AttemptOutcome.from_dict(result(score=score, duration_s=duration_s))
+        competition = run.competitions.get()
+        return services.final_grade_record(
+            run_id=run.id, competition=competition, key=f"final-{competition.slug}", parent_key=chosen.key,
+            response=chosen.response, outcome=outcome, policy_version=0,
+        )  # fmt: skip
+
+    return make

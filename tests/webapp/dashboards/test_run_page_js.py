@@ -27,7 +27,7 @@ class FakeSocket {
 const element = () => ({ textContent: "7", hidden: false, innerHTML: "", form: {}, addEventListener() {} });
 const page = { document: { getElementById: element, querySelector: element, addEventListener() {} },
   location: { protocol: "http:", host: "test" }, WebSocket: FakeSocket, setTimeout: () => 0,
-  requestAnimationFrame: () => 0 };
+  setInterval: () => 0, requestAnimationFrame: () => 0 };
 page.window = page;
 vm.createContext(page);
 vm.runInContext(fs.readFileSync(process.argv[1], "utf8"), page);

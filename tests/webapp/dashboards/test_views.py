@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 FORM = {
     "policy": "grammar", "model": "", "attempts": 4, "actors": 1, "batch": 2, "duration_aware": "on",
-    "instrument": "on", "credit_valid": "on", "reward_preset": "normalized", "improve_prob": 0.5,
-    "objective": "ppo", "lr": 0.05, "seed": 3,
+    "instrument": "on", "credit_valid": "on", "reward_preset": "normalized", "reward_source": "hidden",
+    "improve_prob": 0.5, "objective": "ppo", "lr": 0.05, "seed": 3,
 }  # fmt: skip
 
 
@@ -90,7 +90,7 @@ def test_the_start_page_shows_the_first_settings_then_the_lm_ones_then_the_rest_
     response = as_user(owner).get(reverse("dashboards:run_start"))
     sections = response.context["sections"]
     assert [f.name for f in sections["first"].fields] == [
-        "competitions", "name", "is_public", "policy", "attempts", "actors", "batch"
+        "competitions", "name", "is_public", "policy", "attempts", "actors", "batch", "reward_source"
     ]  # fmt: skip
     assert {"temperature", "warm_start_demos", "instrumenter"} <= {f.name for f in sections["lm"].fields}
     assert {"seed", "duration_aware", "improve_from"} <= {f.name for f in sections["advanced"].fields}
@@ -144,11 +144,12 @@ def test_the_run_page_offers_cancel_to_its_owner_only(as_user, owner, stranger, 
     )
 
 
-def test_the_attempt_page_diffs_an_attempt_against_the_runs_best(as_user, owner, run, finish):
+def test_the_attempt_page_diffs_an_attempt_against_the_runs_best_in_a_fold(as_user, owner, run, finish):
     finish(run, score=0.9, program="model = 'forest'\n")
     worse = finish(run, score=0.5, program="model = 'knn'\n")
     response = as_user(owner).get(reverse("dashboards:attempt", args=[run.id, worse.number]))
-    assert "-model = 'forest'\n+model = 'knn'" in response.context["diff"]
+    texts = [line.text for line in response.context["best_diff"]]
+    assert texts[-2:] == ["-model = 'forest'", "+model = 'knn'"]
 
 
 def test_ticking_evaluate_on_the_form_makes_the_run_evaluate_its_final_policy(as_user, owner, competition):
@@ -281,6 +282,60 @@ def test_the_attempt_page_and_api_say_the_lms_markers_were_refused_when_the_rule
     assert [a["instrumentation"] for a in listed] == ["lm-fallback"]
 
 
-def test_the_run_page_has_the_sampler_charts_beside_the_learners(as_user, owner, public_run):
+def test_the_run_page_says_what_its_numbers_mean(as_user, owner, public_run):
+    """The summary names the metric and its direction, the budget, how the reward is made (why it passes 1),
+    and the settings in words; a grammar run has no language-model charts."""
     page = as_user(owner).get(reverse("dashboards:run", args=[public_run.id])).content.decode()
-    assert 'id="chart-sampler"' in page and 'id="chart-generation"' in page
+    metric = public_run.competitions.get().metric
+    assert f"<strong>{metric}</strong> (" in page and "is better)" in page
+    assert 'id="stat-budget">4<' in page
+    assert "so a reward can reach 1.6" in page
+    assert "Attempts in flight (K)" in page and "Settings: 1 changed from the defaults" in page
+    assert 'id="chart-score"' in page and 'id="diagnostics"' in page
+    assert 'id="chart-sampler"' not in page and 'id="chart-tokens"' not in page
+
+
+def test_a_language_model_run_page_has_the_generation_charts(as_user, owner, competition):
+    config = RunConfig(policy="lm", attempts=4).to_dict()
+    run = services.run_create(
+        owner=owner, competitions=[competition], policy="lm", config=config, is_public=True
+    )
+    page = as_user(owner).get(reverse("dashboards:run", args=[run.id])).content.decode()
+    assert 'id="chart-sampler"' in page and 'id="chart-generation"' in page and 'id="chart-tokens"' in page
+    assert "Sampling temperature" in page  # the language-model settings show for an LM run only
+
+
+def test_a_validation_run_on_a_competition_without_a_labelled_table_is_refused_with_the_reason(
+    as_user, owner
+):
+    from webapp.competitions.management.commands.seed_competitions import seed_one
+
+    digits = seed_one("digit-images")
+    response = as_user(owner).post(
+        reverse("dashboards:run_start"), start_form(digits, reward_source="validation")
+    )
+    assert response.status_code == 400 and not Run.objects.exists()
+    errors = response.context["form"].errors["reward_source"]
+    assert "'digit-images' offers only 'hidden'" in errors[0] and "images/" in errors[0]
+
+
+def test_the_competition_page_says_which_reward_sources_it_offers_and_why(client):
+    from webapp.competitions.management.commands.seed_competitions import seed_one
+
+    iris, digits = seed_one("iris-species"), seed_one("digit-images")
+    offers = client.get(reverse("competitions:detail", args=[iris.slug])).content.decode()
+    assert "a validation split</strong> of its labelled training table" in offers
+    refuses = client.get(reverse("competitions:detail", args=[digits.slug])).content.decode()
+    assert "hidden answers only</strong> (no validation split: " in refuses and "images/" in refuses
+
+
+def test_scripts_travel_gzipped_to_a_browser_that_accepts_it(client):
+    import gzip
+
+    plain = client.get(reverse("dashboards:plotly_js"))
+    packed = client.get(reverse("dashboards:plotly_js"), HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+    assert "Content-Encoding" not in plain and packed["Content-Encoding"] == "gzip"
+    assert gzip.decompress(packed.content) == plain.content and len(packed.content) < len(plain.content) / 2
+    assert packed["Vary"] == "Accept-Encoding"
+    script = client.get("/assets/run.js", HTTP_ACCEPT_ENCODING="gzip")
+    assert script["Content-Encoding"] == "gzip" and b"connect()" in gzip.decompress(script.content)

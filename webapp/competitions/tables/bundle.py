@@ -212,6 +212,29 @@ def target_summary(table: Table, plan: Plan) -> list[tuple[str, str]]:
     return rows
 
 
+POSITIVE_CLASS_PHRASES = ("P(label = 1)", "the positive label 1")
+"""How rl_core.metrics' descriptions name a binary metric's positive class; `metric_sentence` names it."""
+
+
+def metric_sentence(plan: Plan) -> str:
+    """The metric's description, with a binary target's positive class named as the table holds it.
+
+    >>> from webapp.competitions.tables.proposal import Choices
+    >>> plan = Plan(Choices(None, ("label",), "roc_auc", 0.2), "id", "binary", ("ham", "spam"), ())
+    >>> metric_sentence(plan)
+    'Area under the ROC curve of P(label = "spam").'
+    """
+    description = get_metric(plan.choices.metric).description
+    if plan.kind != "binary":
+        return description
+    target, positive = plan.choices.target_columns[0], positive_label(plan.classes)
+    shown = positive if numbers(pd.Series([positive])) is not None else f'"{positive}"'
+    named = {"P(label = 1)": f"P({target} = {shown})", "the positive label 1": f"the class {shown}"}
+    for phrase in POSITIVE_CLASS_PHRASES:
+        description = description.replace(phrase, named[phrase])
+    return description
+
+
 def description(table: Table, plan: Plan, name: str, written: Written) -> str:
     metric = get_metric(plan.choices.metric)
     targets = ", ".join(f"`{t}`" for t in plan.choices.target_columns)
@@ -241,7 +264,7 @@ test set (seeded split{split_note}).
 
 ## Evaluation
 
-`{metric.name}`: {metric.description.rstrip(".")} ({direction}, perfect {metric.perfect:g}).
+`{metric.name}`: {metric_sentence(plan).rstrip(".")} ({direction}, perfect {metric.perfect:g}).
 A submission has the columns `{plan.id_column}`, {graded}, one row per test id.
 {evaluation_note(plan, written)}
 """

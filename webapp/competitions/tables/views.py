@@ -166,6 +166,7 @@ def plan_context(table: Table, form: TableChoicesForm, values, targets: tuple[st
     return {
         "plan": plan,
         "metric": get_metric(plan.choices.metric),
+        "metric_sentence": bundle.metric_sentence(plan),
         "graded_columns": graded,
         "target_summary": bundle.target_summary(table, plan),
         "train_rows": len(table.frame) - n_test,

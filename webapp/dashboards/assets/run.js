@@ -5,11 +5,15 @@
 // The snapshot's chart history is downsampled by the server; its `stats` (finished, valid, stage counts)
 // and `best_steps` (every improvement of the best score) are exact and are kept up to date from events.
 // Once the page holds too many points it asks for a fresh (re-downsampled) snapshot. Redraws are
-// throttled, so a fast run costs a few redraws a second. The page judges nothing itself: the stage names come
-// with the snapshot (rl_core.instrument), whether an attempt improved the best score with its event
-// (`improves_best`, by rl_core.metrics.is_better), and whether the run is still active with the run. The table shows the newest 50 live and pages
-// older attempts from /api/runs/<id>/attempts/. plotly.js is deferred: the socket opens (and the server
-// builds the snapshot) while the browser is still evaluating it; drawing waits for it.
+// throttled, so a fast run costs a few redraws a second. The page judges nothing itself: the stage names
+// (and their words) come with the snapshot (rl_core.instrument), whether an attempt improved the best score
+// with its event (`improves_best`, by rl_core.metrics.is_better), the metric and whether the run is still
+// active with the run. The summary (status, progress against the budget with the time left at the pace so
+// far, duration, best score linked to its attempt) follows the events; the page's words about the metric,
+// the reward and the settings are the server's (webapp/dashboards/run_page.py). The main charts are drawn
+// always, the folded diagnostics only while open. The table shows the newest 50 live and pages older
+// attempts from /api/runs/<id>/attempts/. plotly.js is deferred: the socket opens (and the server builds
+// the snapshot) while the browser is still evaluating it; drawing waits for it.
 (function () {
   const runId = JSON.parse(document.getElementById("run-id").textContent);
   const MAX_POINTS = 4000, DRAW_EVERY_MS = 400, PAGE_SIZE = 50;
@@ -54,7 +58,7 @@
     state.total = Math.max(state.total, a.number);
     if (!a.finished_at || (before && before.finished_at)) return;
     scheduleArrival(ARRIVAL_EVERY_MS);
-    if (a.status !== "lost") {
+    if (a.status !== "lost" && a.prompt_kind !== "final") {
       state.stats.finished += 1;
       state.stats.valid += a.valid ? 1 : 0;
       a.stages.forEach((s) => { state.stats.stages[s] = (state.stats.stages[s] || 0) + 1; });
@@ -65,7 +69,7 @@
 
   function applySnapshot(snapshot) {
     awaitingSnapshot = false;
-    Object.assign(state, { seq: snapshot.seq, run: snapshot.run, total: snapshot.attempts_total, stages: snapshot.stages || [],
+    Object.assign(state, { seq: snapshot.seq, run: snapshot.run, total: snapshot.attempts_total, stages: snapshot.stages || [], stageLabels: snapshot.stage_labels || {},
       stats: snapshot.stats, bestSteps: snapshot.best_steps,
       attempts: new Map(snapshot.attempts.map((a) => [a.id, a])),
       metrics: new Map(snapshot.metrics.map((m) => [m.version, m])) });
@@ -92,46 +96,94 @@
   const byVersion = (steps, key) => ({ x: steps.map((s) => s.version), y: steps.map((s) => s[key]),
     mode: steps.length > 100 ? "lines" : "lines+markers", name: key });
 
+  // Legends and axes in words: the learner's metric keys as a reader would name them.
+  const NAMES = {
+    "losses/policy": "policy loss", "losses/entropy": "entropy term", "losses/kl": "KL penalty",
+    "charts/entropy": "policy entropy", "charts/staleness_mean": "mean staleness", "charts/staleness_max": "largest staleness",
+    "charts/duration_weight_max": "largest duration weight", "charts/tokens_per_s": "tokens per second",
+    "sampler/generation_batch_mean": "programs per generation call", "sampler/queue_depth": "programs queued",
+    "sampler/dropped_stale": "dropped as stale", "sampler/generation_s_mean": "generation time (mean)",
+    "charts/duration_mean_s": "attempt Δt (mean)",
+  };
+  const named = (trace) => ({ ...trace, name: NAMES[trace.name] || trace.name });
+  // An empty chart says what it waits for instead of showing a bare grid.
+  const waiting = (lay, empty, what) => (empty ? { ...lay, annotations: [{ text: `waiting for the ${what}…`, showarrow: false,
+    xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { size: 14, color: "#667085" } }] } : lay);
+  const FIRST_ATTEMPT = "first finished attempt", FIRST_UPDATE = "first policy update";
+
   function draw() {
     const all = [...state.attempts.values()].sort((a, b) => a.number - b.number);
-    const done = all.filter((a) => a.finished_at && a.status !== "lost");
-    const steps = [...state.metrics.values()].sort((a, b) => a.version - b.version);
-    const t0 = startTime(done);
-    const wall = (a) => (Date.parse(a.finished_at) - t0) / 1000;
-    const best = bestCurve(done);
-    react("chart-reward", [
-      { x: done.map((a) => a.number), y: done.map((a) => a.reward), mode: "markers", name: "reward", marker: { size: 5 } },
-      { x: best.map((b) => b.number), y: best.map((b) => b.score), mode: "lines", name: "best score", line: { shape: "hv" } },
-    ], layout("Reward and best score", "attempt", ""));
-    react("chart-reward-time", [
-      { x: done.map(wall), y: done.map((a) => a.reward), mode: "markers", name: "reward", marker: { size: 5 } },
-      { x: best.map(wall), y: best.map((b) => b.score), mode: "lines", name: "best score", line: { shape: "hv" } },
-    ], layout("Against wall-clock", "seconds", ""));
-    react("chart-valid", [{ x: done.map((a) => a.number), y: rolling(done.map((a) => (a.valid ? 1 : 0)), 20), mode: "lines", name: "valid" }],
-      layout("Valid-submission rate (rolling 20)", "attempt", "rate"));
-    react("chart-duration", [byVersion(steps, "charts/duration_mean_s")], layout("Mean Δt per update", "policy version", "seconds"));
-    const reached = state.stages.map((s) => state.stats.stages[s] || 0);
-    react("chart-funnel", [{ type: "bar", orientation: "h", y: state.stages, x: reached, text: reached, textposition: "auto" }],
-      { ...layout(`Stage funnel (${state.stats.finished} finished)`, "", ""), margin: { l: 130, r: 10, t: 36, b: 30 },
-        yaxis: { autorange: "reversed", automargin: true } });
-    const groups = groupBy(done, (a) => a.family || a.prompt_kind);
-    react("chart-scatter", Object.entries(groups).map(([name, items]) => ({
-      x: items.map((a) => a.duration_s), y: items.map((a) => a.reward), mode: "markers", name, marker: { size: 6 },
-    })), { ...layout("Δt against reward (by family)", "", "reward"), xaxis: { type: "log", title: { text: "Δt (s, log)" }, automargin: true } });
-    react("chart-learner", ["losses/policy", "losses/entropy", "losses/kl", "charts/entropy"].map((k) => byVersion(steps, k)),
-      layout("Learner: loss, entropy, KL", "policy version", ""));
-    react("chart-staleness", ["charts/staleness_mean", "charts/staleness_max"].map((k) => byVersion(steps, k)),
-      layout("Staleness", "policy version", "versions"));
-    react("chart-weights", [byVersion(steps, "charts/duration_weight_max")], layout("Duration weights (max Δt/mean Δt)", "policy version", "weight"));
-    if ($("chart-tokens")) react("chart-tokens", [byVersion(steps, "charts/tokens_per_s")], layout("Generation speed", "policy version", "tokens / s"));
-    react("chart-sampler", ["sampler/generation_batch_mean", "sampler/queue_depth", "sampler/dropped_stale"].map((k) => byVersion(steps, k)),
-      layout("Sampler: programs per generation call, queued, dropped as stale", "policy version", "programs"));
-    react("chart-generation", ["sampler/generation_s_mean", "charts/duration_mean_s"].map((k) => byVersion(steps, k)),
-      layout("Generation time beside Δt", "policy version", "seconds"));
+    // A validation run's final gradings (on the hidden answers) are the summary's, not the charts'.
+    const done = all.filter((a) => a.finished_at && a.status !== "lost" && a.prompt_kind !== "final");
+    drawMain(done);
+    if ($("diagnostics").open) drawDiagnostics(done);
     drawWarmStart();
     window.practicum.charts += 1;
     drawStats();
     if (page === 1) drawTable(all.slice(-PAGE_SIZE).reverse());
+  }
+
+  // The charts that matter, each on its own axis: score (in the metric's units and direction), reward,
+  // valid rate on 0–1, Δt, the stage funnel, and the best score against wall-clock.
+  function drawMain(done) {
+    const empty = done.length === 0;
+    const scored = done.filter((a) => a.valid && a.score !== null);
+    const best = bestCurve(done);
+    const metric = metricTitle();
+    react("chart-score", [
+      { x: scored.map((a) => a.number), y: scored.map((a) => a.score), mode: "markers", name: "valid attempt's score", marker: { size: 5 } },
+      { x: best.map((b) => b.number), y: best.map((b) => b.score), mode: "lines", name: "best so far", line: { shape: "hv" } },
+    ], waiting(layout(`Score on the ${gradedOn()}`, "attempt", metric), empty, FIRST_ATTEMPT));
+    react("chart-reward", [
+      { x: done.map((a) => a.number), y: done.map((a) => a.reward), mode: "markers", name: "reward", marker: { size: 5 } },
+      { x: done.map((a) => a.number), y: rolling(done.map((a) => a.reward), 20), mode: "lines", name: "mean of the last 20" },
+    ], waiting(layout("Reward per attempt (see “Reward” above)", "attempt", "reward"), empty, FIRST_ATTEMPT));
+    react("chart-valid", [{ x: done.map((a) => a.number), y: rolling(done.map((a) => (a.valid ? 1 : 0)), 20), mode: "lines", name: "valid rate" }],
+      waiting({ ...layout("Valid-submission rate (last 20 attempts)", "attempt", "share valid"), yaxis: { title: { text: "share valid" }, range: [0, 1.02] } },
+        empty, FIRST_ATTEMPT));
+    react("chart-duration", [{ x: done.map((a) => a.number), y: done.map((a) => a.duration_s), mode: "markers", name: "Δt", marker: { size: 5 } }],
+      waiting({ ...layout("Execution time per attempt (Δt)", "attempt", ""), yaxis: { type: "log", title: { text: "seconds (log)" } } }, empty, FIRST_ATTEMPT));
+    const reached = state.stages.map((s) => state.stats.stages[s] || 0);
+    const stageName = (s) => (state.stageLabels || {})[s] || s;
+    react("chart-funnel", [{ type: "bar", orientation: "h", y: state.stages.map(stageName), x: reached, text: reached, textposition: "auto", name: "attempts" }],
+      waiting({ ...layout(`Progress stages reached (of ${state.stats.finished} finished)`, "attempts", ""), margin: { l: 130, r: 10, t: 36, b: 40 },
+        yaxis: { autorange: "reversed", automargin: true } }, empty, FIRST_ATTEMPT));
+    const t0 = startTime(done);
+    const wall = (a) => (Date.parse(a.finished_at) - t0) / 1000;
+    react("chart-best-time", [{ x: best.map(wall), y: best.map((b) => b.score), mode: "lines+markers", name: "best so far", line: { shape: "hv" } }],
+      waiting(layout("Best score against wall-clock", "seconds since the run started", metric), !best.length, "first valid submission"));
+  }
+
+  // Folded diagnostics, drawn only while open (a chart drawn folded would have no width).
+  function drawDiagnostics(done) {
+    const steps = [...state.metrics.values()].sort((a, b) => a.version - b.version);
+    const noSteps = steps.length === 0;
+    const byKeys = (keys) => keys.map((k) => named(byVersion(steps, k)));
+    react("chart-learner", byKeys(["losses/policy", "losses/entropy", "losses/kl", "charts/entropy"]),
+      waiting(layout("Learner: loss, entropy, KL", "policy version", ""), noSteps, FIRST_UPDATE));
+    react("chart-staleness", byKeys(["charts/staleness_mean", "charts/staleness_max"]),
+      waiting(layout("Staleness: updates between drawing and learning", "policy version", "versions"), noSteps, FIRST_UPDATE));
+    react("chart-weights", byKeys(["charts/duration_weight_max"]),
+      waiting(layout("Duration weights (largest in each update)", "policy version", "weight"), noSteps, FIRST_UPDATE));
+    const groups = groupBy(done, (a) => a.family || a.prompt_kind);
+    react("chart-scatter", Object.entries(groups).map(([name, items]) => ({
+      x: items.map((a) => a.duration_s), y: items.map((a) => a.reward), mode: "markers", name, marker: { size: 6 },
+    })), waiting({ ...layout("Δt against reward, by program family", "", "reward"), xaxis: { type: "log", title: { text: "Δt (s, log)" }, automargin: true } },
+      done.length === 0, FIRST_ATTEMPT));
+    if (!$("chart-tokens")) return;  // the generation charts are a language model's only
+    react("chart-tokens", byKeys(["charts/tokens_per_s"]), waiting(layout("Generation speed", "policy version", "tokens / s"), noSteps, FIRST_UPDATE));
+    react("chart-sampler", byKeys(["sampler/generation_batch_mean", "sampler/queue_depth", "sampler/dropped_stale"]),
+      waiting(layout("Sampler: per generation call, queued, dropped as stale", "policy version", "programs"), noSteps, FIRST_UPDATE));
+    react("chart-generation", byKeys(["sampler/generation_s_mean", "charts/duration_mean_s"]),
+      waiting(layout("Generation time beside Δt", "policy version", "seconds"), noSteps, FIRST_UPDATE));
+  }
+
+  const gradedOn = () => ((state.run || {}).reward_source === "validation" ? "validation split" : "hidden answers");
+
+  function metricTitle() {
+    const run = state.run || {};
+    if (!run.metric) return "score";
+    return `${run.metric} (${run.higher_is_better ? "higher" : "lower"} is better)`;
   }
 
   // The warm-start phase (fine-tuning before RL): a progress bar over its steps and the loss of each step.
@@ -222,12 +274,39 @@
     const run = state.run || {};
     $("stat-status").textContent = run.status || "";
     $("stat-attempts").textContent = state.total;
-    $("stat-best").textContent = fmt(run.best_score);
+    if ($("stat-progress")) $("stat-progress").value = Math.min(state.total, $("stat-progress").max);
+    const last = state.bestSteps[state.bestSteps.length - 1];
+    $("stat-best").textContent = fmtScore(run.best_score);
+    if (last) $("stat-best-link").href = `/runs/${runId}/attempts/${last.number}/`;
     $("stat-valid").textContent = state.stats.finished ? fmt(state.stats.valid / state.stats.finished, 2) : "–";
     const learned = Math.max(run.policy_version ?? 0, ...[...state.metrics.keys()], 0);  // metrics come first
     $("stat-version").textContent = learned;
     if (run.active === false) $("live").textContent = run.status;  // no more events will come
     if ($("cancel")) $("cancel").form.hidden = run.active === false;  // drawn while the run was active
+    drawClock();
+  }
+
+  // Duration (start to end, or to now while active) and, while active, the time left at the pace so far.
+  function drawClock() {
+    const run = state.run || {};
+    if (!run.started_at) return;
+    const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
+    const elapsed = Math.max(0, (end - Date.parse(run.started_at)) / 1000);
+    $("stat-duration").textContent = duration(elapsed);
+    const budget = run.config && run.config.attempts, finished = state.stats.finished;
+    const left = budget ? budget - finished : 0;
+    $("stat-eta").textContent = run.active && finished && left > 0 ? `about ${duration((elapsed / finished) * left)} left` : "";
+  }
+
+  const duration = (s) => (s < 60 ? `${Math.round(s)} s` : s < 3600 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`
+    : `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`);
+  // Scores as rl_core.metrics.format_score writes them: five significant digits, trailing zeros kept.
+  function fmtScore(v) {
+    if (v === null || v === undefined) return "–";
+    const x = Number(v);
+    if (!Number.isFinite(x)) return String(x);
+    const magnitude = x ? Math.floor(Math.log10(Math.abs(x))) : 0;
+    return x.toFixed(Math.min(Math.max(4 - magnitude, 0), 15));
   }
 
   function drawTable(rows) {
@@ -236,8 +315,8 @@
     $("page-label").textContent = page === 1 ? `page 1 of ${pages} (live)` : `page ${page} of ${pages}`;
     document.querySelector("#attempts tbody").innerHTML = rows.map((a) => `<tr>
       <td><a href="/runs/${runId}/attempts/${a.number}/">${a.number}</a></td><td>${esc(a.status)}</td><td>${a.stage_count}</td>
-      <td>${fmt(a.score)}</td><td>${fmt(a.reward, 3)}</td><td>${fmt(a.duration_s, 2)}</td><td>${a.policy_version}</td>
-      <td>${esc(a.prompt_kind)}</td><td>${esc(a.family)}</td><td>${esc(a.isolation)}</td>
+      <td>${fmtScore(a.score)}</td><td>${fmt(a.reward, 3)}</td><td>${fmt(a.duration_s, 2)}</td><td>${a.policy_version}</td>
+      <td>${esc(a.prompt_kind)}</td><td>${a.answers === "validation" ? "validation split" : "hidden answers"}</td><td>${esc(a.family)}</td><td>${esc(a.isolation)}</td>
       <td><a href="/runs/${runId}/attempts/${a.number}/bundle.zip" title="download this attempt">zip</a></td></tr>`).join("");
   }
 
@@ -255,5 +334,12 @@
   if (cancelForm) cancelForm.addEventListener("submit", (event) => {
     if (!window.confirm(cancelForm.dataset.confirm)) event.preventDefault();
   });
+  // Folded charts draw when opened; the launch-share chart, drawn while folded, takes the width it now has.
+  $("diagnostics").addEventListener("toggle", () => {
+    if (!$("diagnostics").open) return;
+    scheduleDraw();
+    plotlyReady.then(() => { if ($("chart-arrival").data) Plotly.Plots.resize("chart-arrival"); });
+  });
+  setInterval(() => { if (state.run && state.run.active) drawClock(); }, 1000);
   connect();
 })();

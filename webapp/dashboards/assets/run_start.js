@@ -1,5 +1,6 @@
-// The start-a-run form: preset buttons fill in their fields, and the language-model settings show only when
-// the policy is a language model. Without this script every field is shown and nothing is lost.
+// The start-a-run form: preset buttons fill in their fields, the language-model settings show only when
+// the policy is a language model, and a search box filters the competitions' ticks by name or slug (ticked
+// ones stay in sight). Without this script every field is shown and nothing is lost.
 (function () {
   "use strict";
   const form = document.getElementById("run-form");
@@ -25,9 +26,38 @@
     showLmSettings();
   }
 
+  function filterCompetitions() {
+    const search = document.getElementById("competition-search");
+    const words = search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const options = [...document.querySelectorAll("#id_competitions input[type=checkbox]")];
+    let shown = 0;
+    options.forEach((box) => {
+      const text = box.closest("label").textContent.toLowerCase();
+      const match = box.checked || words.every((word) => text.includes(word));
+      box.closest("#id_competitions > div").hidden = !match;
+      shown += match;
+    });
+    const ticked = options.filter((box) => box.checked).length;
+    document.getElementById("competition-count").textContent =
+      `${ticked} ticked · ${shown} of ${options.length} shown`;
+  }
+
+  function setUpCompetitionSearch() {
+    const search = document.getElementById("competition-search");
+    if (!search) return;
+    search.hidden = false;
+    search.addEventListener("input", filterCompetitions);
+    search.addEventListener("keydown", (event) => {  // Enter in the search box filters; it does not submit
+      if (event.key === "Enter") event.preventDefault();
+    });
+    document.getElementById("id_competitions").addEventListener("change", filterCompetitions);
+    filterCompetitions();
+  }
+
   document.querySelectorAll("button.preset").forEach((button) => {
     button.addEventListener("click", () => applyPreset(button.dataset.preset));
   });
   policy.addEventListener("change", showLmSettings);
   showLmSettings();
+  setUpCompetitionSearch();
 })();

@@ -3,21 +3,22 @@
 [--seed S] [--owner NAME] ...`
 
 Creates a run, drives it in the foreground with a progress bar on stderr, and prints its summary:
-{"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s", "evaluation"}
-("attempts" and "valid_rate" count the training attempts). `--evaluate` then evaluates the final policy on
-each competition by the paper's protocol (solve, then improve, keep the better): "evaluation" maps each slug
-to {"solve_score", "improve_score", "score", "attempt_id", "attempt_number"} (scores of invalid attempts are
-null); without
-it, "evaluation" is {}. Several slugs
-train one policy on several competitions at once. `--resume RUN_ID` continues a run from its newest
-checkpoint. Where the policy starts: `--warm-start run:ID` (an earlier run's final policy) or, for an LM, a
-stored warm start (`manage.py warmstart`; a name under PRACTICUM_DATA_DIR/adapters or a folder; the model
-defaults to the one it was trained from), or `--warm-start-demos N [--imitate-runs ID ...]` to fine-tune on
-demonstrations first. `--seed-baseline [--baseline-program FILE]` seeds each competition's improve pool with
-a baseline program (default: the simplest grammar program) when it is valid. `--instrumenter lm` (LM
-policy only) has the frozen base model insert the progress markers, checked against the AST (the rules'
-markers run where its version is refused). Every run setting has an option (`--help`), derived from
-rl_core.run_spec.
+{"run_id", "status", "attempts", "best_score", "best_attempt_id", "valid_rate", "wall_s", "evaluation",
+"reward_source", "final_score", "final_valid"} ("attempts" and "valid_rate" count the training attempts).
+`--reward-source validation` scores every attempt on a validation split of each competition's labelled
+training table; "best_score" is then a validation score, and "final_score" the chosen program's one grade on
+the hidden answers (for a run on one competition; with `--reward-source hidden`, the best score).
+`--evaluate` then evaluates the final policy on each competition by the paper's protocol (solve, then improve,
+keep the better): "evaluation" maps each slug to {"solve_score", "improve_score", "score", "attempt_id",
+"attempt_number"} (scores of invalid attempts are null); without it, "evaluation" is {}. Several slugs train
+one policy on several competitions at once. `--resume RUN_ID` continues a run from its newest checkpoint.
+Where the policy starts: `--warm-start run:ID` (an earlier run's final policy) or, for an LM, a stored warm
+start (`manage.py warmstart`; a name under PRACTICUM_DATA_DIR/adapters or a folder; the model defaults to the
+one it was trained from), or `--warm-start-demos N [--imitate-runs ID ...]` to fine-tune on demonstrations
+first. `--seed-baseline [--baseline-program FILE]` seeds each competition's improve pool with a baseline
+program (default: the simplest grammar program) when it is valid. `--instrumenter lm` (LM policy only) has the
+frozen base model insert the progress markers, checked against the AST (the rules' markers run where its
+version is refused). Every run setting has an option (`--help`), derived from rl_core.run_spec.
 Exit 2 with one line on stderr for bad input.
 """
 
@@ -64,7 +65,11 @@ class Command(JsonCommand):
         dispatcher().drive(run.id, observer_wrapper=lambda o: ProgressObserver(
             o, total=total, capacity=config.actors))  # fmt: skip
         run.refresh_from_db()
-        finished = run.attempts.exclude(status="running").exclude(prompt_kind__startswith=EVAL_PREFIX)
+        finished = (
+            run.attempts.exclude(status="running")
+            .exclude(prompt_kind__startswith=EVAL_PREFIX)
+            .exclude(prompt_kind=selectors.FINAL_KIND)
+        )
         valid = finished.filter(valid=True).count()
         return {
             "run_id": run.id,
@@ -75,6 +80,9 @@ class Command(JsonCommand):
             "valid_rate": valid / finished.count() if finished.count() else 0.0,
             "wall_s": round(time.monotonic() - started, 3),
             "evaluation": selectors.run_evaluation(run=run),
+            "reward_source": config.reward_source,
+            "final_score": run.final_score,
+            "final_valid": run.final_valid,
         }
 
 
