@@ -8,7 +8,7 @@ was reached (attempts and seconds to the result's program, valid rate) and what 
 executor-seconds, hardware, and for LM runs tokens sampled and policy updates.
 
 Cost is a fixed handful of queries however many runs and attempts: results are found by a subquery per run
-and the counts and sums in one grouped query (webapp.runs.selectors), never a query per row.
+and the counts and sums in one grouped query (webapp.runs.standings), never a query per row.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
 
 from rl_core.testing import opened_files
 from webapp.competitions import storage
@@ -32,7 +34,7 @@ def test_a_validation_run_opens_the_hidden_answers_once_in_its_final_grading(iri
     with opened_files() as opened:
         summary = train(
             "iris-species", "--attempts", "4", "--actors", "2", "--batch", "2", "--seed", "3",
-            "--reward-source", "validation",
+            "--reward-source", "validation", "--public",
         )  # fmt: skip
     assert opened.count(answers) == 1
     run = Run.objects.get(id=summary["run_id"])
@@ -45,6 +47,19 @@ def test_a_validation_run_opens_the_hidden_answers_once_in_its_final_grading(iri
     assert final.parent_key == run.best_attempt.key, "the program graded is the best one on validation"
     split_answers = (validation_dir(run.id, "iris-species") / "answers.csv").resolve()
     assert opened.count(split_answers) >= 4, "every training attempt was graded on the split"
+    assert_the_pages_say_which_answers_graded_what(run, final)
+
+
+def assert_the_pages_say_which_answers_graded_what(run: Run, final) -> None:
+    client = Client()
+    trained = run.attempts.exclude(prompt_kind="final").first()
+    page = client.get(reverse("dashboards:attempt", args=[run.id, trained.number])).content.decode()
+    assert "Grade on <strong>the validation split</strong>" in page
+    page = client.get(reverse("dashboards:attempt", args=[run.id, final.number])).content.decode()
+    assert "Grade on <strong>the hidden answers</strong>" in page
+    page = client.get(reverse("dashboards:run", args=[run.id])).content.decode()
+    assert "validation · clean" in page and 'id="final-grade"' in page
+    assert "validation · clean" in client.get(reverse("dashboards:run_list")).content.decode()
 
 
 def test_a_validation_run_of_a_language_model_never_opens_the_hidden_answers_while_it_trains(
