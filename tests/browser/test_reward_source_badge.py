@@ -58,6 +58,9 @@ def test_a_validation_run_from_the_form_shows_its_clean_badge_on_its_page_and_on
     assert "Result:" in result.inner_text() and "graded once on the hidden answers" in result.inner_text()
     grade = result.locator("strong").nth(1).inner_text()
     assert re.fullmatch(r"\d\.\d+", grade), f"a valid final grade, not {grade!r}"
+    budget = str(SETTINGS["attempts"])
+    page.wait_for_function(f"document.getElementById('stat-attempts').textContent === {budget!r}")
+    assert page.inner_text("#stat-after") == "(+1 after training)", "its final grading is no training attempt"
     screenshot("reward-source-run-page")
 
     page.goto(f"/competitions/{SLUG}/")

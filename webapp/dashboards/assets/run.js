@@ -273,7 +273,10 @@
   function drawStats() {
     const run = state.run || {};
     $("stat-status").textContent = run.status || "";
-    $("stat-attempts").textContent = state.total;
+    // Attempts past the budget are the final policy's evaluation or a validation run's final grading.
+    const budget = (run.config && run.config.attempts) || Infinity;
+    $("stat-attempts").textContent = Math.min(state.total, budget);
+    $("stat-after").textContent = state.total > budget ? ` (+${state.total - budget} after training)` : "";
     if ($("stat-progress")) $("stat-progress").value = Math.min(state.total, $("stat-progress").max);
     const last = state.bestSteps[state.bestSteps.length - 1];
     $("stat-best").textContent = fmtScore(run.best_score);
