@@ -9,7 +9,7 @@ one-at-a-time replacements would spend most of the time in unbatched decoding; s
 full. The tasks alternate (attempt n is for task n mod 2), improve prompts (probability 0.5) draw from each
 task's pool, which is seeded with the simplest grammar program before the first attempt (DESIGN.md §3,
 issue 7's baseline-seeded improvement). A "static" arm uses the same loop with a learner that never steps
-(`FrozenLearner`): same prompts, same batches, no updates; that is the best-of-N comparison.
+(`rl_core.learner.FrozenLearner`): same prompts, same batches, no updates; that is the best-of-N comparison.
 
 The warm start is supervised fine-tuning on GrammarPolicy demonstrations of the benchmark's tasks
 (rl_core.warmstart), cached under the bench folder by its settings, so the scripts share one.
@@ -71,6 +71,8 @@ class LMPath:
     cpu_threads: int | None = 2
     """LMPolicyConfig.cpu_threads; None is what an LM run gets (rl_core.policies.lm.cores: half the cores
     where vLLM samples on a CPU)."""
+    actors: int | None = None
+    """Sandboxes at once (K); None: B when synchronous, else 2. One makes an arm's order deterministic."""
 
 
 def _new_path() -> LMPath:
@@ -139,6 +141,8 @@ class ArmResult:
     wall_s: float = 0.0
     updates: int = 0
     tokens_per_s: list[float] = field(default_factory=list)
+    update_metrics: list[dict[str, float]] = field(default_factory=list)
+    """What the learner reported at each update (gradient norm, clip fraction, ...), in order."""
 
     def valid_rate(self, task: str | None = None, first: int | None = None) -> float:
         rows = self.rows(task, first)
@@ -202,22 +206,7 @@ class Recorder:
     def on_update(self, version, metrics) -> None:
         if self.learning:
             self.result.updates += 1
-
-
-class FrozenLearner:
-    """A learner that never changes the policy: the static arms run the same loop without updates."""
-
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
-
-    def update(self, batch: Sequence[Any], *, current_version: int) -> dict[str, float]:
-        return {}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
+            self.result.update_metrics.append({k: float(v) for k, v in metrics.items()})
 
 
 def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
@@ -312,16 +301,16 @@ def run_arm(
     where each program runs (rl_core.lm_instrumenting). `wrap_learner`: what the loop learns through, given
     the learner (to time it, say)."""
     from rl_core.executors import LocalExecutor
-    from rl_core.learner import Learner
+    from rl_core.learner import FrozenLearner, Learner
     from rl_core.loop import LoopConfig, run_loop
     from rl_core.policies.grammar import simplest_program
     from rl_core.reward import RewardConfig
 
     result = ArmResult(name)
     scratch = BENCH_DIR / "scratch" / f"{name}-{seed}-{time.time_ns()}"
-    actors = settings.batch if path.sync else 2
+    actors = path.actors or (settings.batch if path.sync else 2)
     executor = LocalExecutor(
-        {t.info.slug: t.files for t in tasks}, 2, scratch, reward=RewardConfig(preset=preset),  # type: ignore[arg-type]
+        {t.info.slug: t.files for t in tasks}, min(actors, 2), scratch, reward=RewardConfig(preset=preset),  # type: ignore[arg-type]
         instrument=instrument,
     )  # fmt: skip
     if instrumenter == "lm":

@@ -1,257 +1,331 @@
-"""The paper's central comparison in small: the same small LM with RL against itself without updates.
+"""RL against the same model without updates: the pre-registered study of issue 27, resumable in pieces.
 
-What runs: SmolLM2-135M-Instruct, warm-started on GrammarPolicy demonstrations (bench/_lm.py, the same
-cached warm start as bench/lm_valid_rate.py and bench/lm_throughput.py), on two bundled competitions. Two
-arms with the same attempt budget, seeds and loop, on the path an LM run takes (bench/_lm.py's PATHS["new"]:
-asynchronous, K = 2 sandboxed actors, the background sampler drawing batches of 8, B = 8, solve/improve mix):
-  static  no updates: the model's best of N samples (the "static model" of the paper, in small);
-  rl      PPO updates every batch (duration-aware weights, running-mean baseline, LoRA).
-Per seed the two arms start from the same policy and seed; the arms run one after the other.
-The paper (arXiv 2509.01684) compares a 3B model with RL against much larger static models with a
-scaffold, over days on 8 GPUs; this is the same question for a 135M model over about an hour on 2 CPU
-cores, so it shows the mechanism, not the paper's margin.
+What runs: SmolLM2-135M-Instruct from the shared warm start (bench/_lm.py: SFT on 48 GrammarPolicy
+demonstrations), on diabetes-progression (R²) and breast-cancer-diagnosis (ROC AUC), on the path an LM run
+takes (bench/_lm.py's PATHS["new"]: asynchronous, K = 2 sandboxed actors, the background sampler drawing
+batches of 8 through vLLM, B = 8, solve/improve mix, improve pools seeded with the simplest grammar program).
+Two arms with the same seeds, prompts, loop and budget:
+  static  no updates (rl_core.learner.FrozenLearner): the warm-started model's best of N;
+  rl      PPO on the LoRA adapters after every batch of B (duration weights, running-mean baseline).
+The design (seeds, budget, endpoints, test) is written down in docs/benchmarks.md before the study ran.
 
-Reported: for each arm and seed, the valid rate and each competition's best score against attempts (a
-curve); per arm, pooled over seeds, the valid rate with its 95% Wilson interval (attempts counted as
-independent trials) and the valid rate of each seed's later half (where RL's samples come from updated
-policies), each competition's best score per seed with the seeds' mean and 95% t interval. Tests, RL against
-static: Fisher's exact test on the valid counts (all attempts, and the later halves); per competition the
-exact rank-sum test on the seeds' best scores (a seed with no valid attempt ranks lowest; with 3 seeds per
-arm the smallest possible p is 0.1, so a best-score difference cannot reach p < 0.05 there) and a
-Mann-Whitney test on the scores of all valid attempts. A p of 0.05 or more is reported as no measurable
-difference. The JSON keeps every attempt's record.
+Pieces: every (seed, arm) run is saved to its own JSON file under --pieces (default var/bench/rl_vs_static/
+<the configuration's hash>/) the moment it finishes, with every attempt's record; a later invocation with the
+same configuration loads the saved pieces and runs only the missing ones, so the study is finished in several
+sittings (`--stop-after N`: run at most N new pieces in this sitting). Pieces run seed by seed, static then
+rl. The summary (--json; the committed one is bench/results/rl_vs_static.json) holds no per-attempt records.
 
-Run: python bench/rl_vs_static.py [--quick] [--json PATH] [--seeds N] [--attempts N]
-(quick: 1 seed x 16 attempts per arm; full: 3 seeds x 24 attempts per arm and seed, 72 per arm)
+Primary endpoint: the valid rate over the attempts after each seed's first update (positions in finish order
+from the first attempt the rl arm drew with an updated policy; the static arm counted at the same positions),
+tested with the Cochran-Mantel-Haenszel test, seeds as strata, and the Mantel-Haenszel risk difference with
+its 95% interval (rl_core.studies, which the product's study page uses too); the per-seed paired difference
+with a t interval beside it. Secondary: the mean reward per tenth of the run, each competition's best score
+per seed. Diagnostics for a null result: the gradient norm and clip fraction per update, the spread of the
+rewards within each batch, the valid rate's trend within the rl runs.
+
+Run: python bench/rl_vs_static.py [--quick] [--json PATH] [--seeds N] [--attempts N] [--stop-after N]
+     [--pieces DIR] [--policy lm|grammar] [--lr X] [--ppo-epochs N] [--arms rl] [--first-seed S]
+(quick: 1 seed x 16 attempts per arm; the study: 4 seeds x 120; grammar: the grammar policy, one sandbox at a
+time, synchronous B = 2: seconds per piece, deterministic, what the tests run)
 """
 
 from __future__ import annotations
 
-import math
+import argparse
+import hashlib
+import json
 import statistics
-from dataclasses import asdict
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
-from _common import bench_arguments, format_value, machine_info, print_table, target, write_json
-from _lm import PATHS, ArmResult, LMSettings, curve, path_policy, run_arm, tasks_for, warm_start
-from _stats import fisher_exact_p, mann_whitney_p, rank_permutation_p, ranks, t_interval, wilson_interval
+from _common import format_value, machine_info, print_table, write_json
+from _lm import (
+    BENCH_DIR,
+    PATHS,
+    ArmResult,
+    AttemptRecord,
+    LMSettings,
+    path_policy,
+    run_arm,
+    tasks_for,
+    warm_start,
+)
+
+from rl_core.studies import SeedArm, compare_arms, seed_counts, wilson_interval, windows
 
 SLUGS = ("diabetes-progression", "breast-cancer-diagnosis")
+HIGHER_IS_BETTER = {"diabetes-progression": True, "breast-cancer-diagnosis": True}
 ARMS = ("static", "rl")
-SIGNIFICANCE = 0.05
+STUDY_SEEDS, STUDY_ATTEMPTS = 4, 120
+"""The pre-registered study: 4 seeds x 120 attempts per arm and seed, of which at least 96 per seed come
+after the first update (it lands after the first batch of 8; the sampler draws 8 ahead)."""
+QUICK_SEEDS, QUICK_ATTEMPTS = 1, 16
+GRAMMAR_PATH = replace(PATHS["batch"], engine="auto", actors=1)
+
+Piece = dict[str, Any]
+"""One (seed, arm) run as saved: {"seed", "arm", "records": [AttemptRecord as a dict], "wall_s", "updates",
+"update_metrics", "tokens_per_s"}."""
 
 
-def main() -> None:
-    args = bench_arguments(
-        __doc__.splitlines()[0], seeds="seeds per arm", attempts="attempts per arm and seed"
-    )
-    seeds = tuple(range(args.seeds or (1 if args.quick else 3)))
-    attempts = args.attempts or (16 if args.quick else 24)
-    settings, path = LMSettings(), PATHS["new"]
-    tasks = tasks_for(SLUGS)
-    adapter, _ = warm_start(tasks, settings)
-    points = list(range(settings.batch, attempts + 1, settings.batch))
-    runs: dict[str, list[ArmResult]] = {name: [] for name in ARMS}
-    config = {
-        "slugs": SLUGS,
-        "attempts_per_seed": attempts,
-        "seeds": seeds,
-        "path": vars(path),
-        **vars(settings),
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 seed x 16 attempts per arm")
+    parser.add_argument("--json", type=Path, default=None, help="write the summary here as JSON")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds (0..N-1)")
+    parser.add_argument("--attempts", type=int, default=None, help="attempts per arm and seed")
+    parser.add_argument("--stop-after", type=int, default=None, help="run at most N new pieces, then stop")
+    parser.add_argument("--pieces", type=Path, default=None, help="where pieces are saved and resumed from")
+    parser.add_argument("--policy", choices=("lm", "grammar"), default="lm")
+    parser.add_argument("--lr", type=float, default=None, help="the rl arm's learning rate")
+    parser.add_argument("--ppo-epochs", type=int, default=None, help="PPO passes over each batch")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="(a pilot: rl alone)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds run from here (a pilot: apart)")
+    return parser.parse_args()
+
+
+def study_config(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything that decides what a piece computes: pieces are resumed only under the same configuration."""
+    seeds = args.seeds or (QUICK_SEEDS if args.quick else STUDY_SEEDS)
+    first = args.first_seed
+    attempts = args.attempts or (QUICK_ATTEMPTS if args.quick else STUDY_ATTEMPTS)
+    grammar = args.policy == "grammar"
+    settings = LMSettings(batch=2, rl_lr=0.05) if grammar else LMSettings()
+    path = GRAMMAR_PATH if grammar else PATHS["new"]
+    settings = replace(settings, rl_lr=args.lr or settings.rl_lr)
+    path = replace(path, ppo_epochs=args.ppo_epochs or path.ppo_epochs)
+    return {
+        "policy": args.policy, "slugs": list(SLUGS), "arms": list(args.arms),
+        "seeds": list(range(first, first + seeds)), "attempts_per_seed": attempts,
+        "settings": asdict(settings), "path": asdict(path),
+    }  # fmt: skip
+
+
+def pieces_folder(config: Mapping[str, Any]) -> Path:
+    key = json.dumps(config, sort_keys=True)
+    return BENCH_DIR / "rl_vs_static" / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def planned(config: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """The pieces in the order they run: seed by seed, each seed's arms one after the other.
+
+    >>> planned({"seeds": [0, 1], "arms": ["static", "rl"]})
+    [(0, 'static'), (0, 'rl'), (1, 'static'), (1, 'rl')]
+    """
+    return [(seed, arm) for seed in config["seeds"] for arm in config["arms"]]
+
+
+def piece_path(folder: Path, seed: int, arm: str) -> Path:
+    return folder / f"seed{seed}-{arm}.json"
+
+
+def run_study(
+    config: Mapping[str, Any],
+    folder: Path,
+    run_piece: Callable[[int, str], Piece],
+    *,
+    stop_after: int | None = None,
+) -> dict[tuple[int, str], Piece]:
+    """Every saved piece of `config` under `folder`, plus the missing ones run by `run_piece` (at most
+    `stop_after` of them), each saved the moment it finishes (written whole, then renamed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    pieces, ran = {}, 0
+    for seed, arm in planned(config):
+        path = piece_path(folder, seed, arm)
+        if path.exists():
+            pieces[(seed, arm)] = json.loads(path.read_text())
+            continue
+        if stop_after is not None and ran >= stop_after:
+            continue
+        print(f"[seed {seed}] {arm} ...", flush=True)
+        piece = run_piece(seed, arm)
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(piece) + "\n")
+        partial.replace(path)
+        pieces[(seed, arm)] = piece
+        ran += 1
+    return pieces
+
+
+def piece_runner(config: Mapping[str, Any]) -> Callable[[int, str], Piece]:
+    """What runs one piece of `config`: the real loop, sandboxes and policy."""
+    settings = LMSettings(**config["settings"])
+    path = replace(PATHS["new"], **config["path"])
+    tasks = tasks_for(config["slugs"])
+    adapter = None if config["policy"] == "grammar" else warm_start(tasks, settings)[0]
+
+    def run_piece(seed: int, arm: str) -> Piece:
+        policy = grammar_policy(seed) if config["policy"] == "grammar" else path_policy(
+            settings, path, adapter=adapter, seed=seed)  # fmt: skip
+        result = run_arm(arm, policy, tasks, settings, attempts=config["attempts_per_seed"],
+                         learn=arm == "rl", seed=seed, path=path)  # fmt: skip
+        return piece_of(result, seed)
+
+    return run_piece
+
+
+def grammar_policy(seed: int) -> Any:
+    import torch
+
+    from rl_core.policies.grammar import GrammarPolicy
+
+    torch.manual_seed(seed)
+    return GrammarPolicy()
+
+
+def piece_of(result: ArmResult, seed: int) -> Piece:
+    return {
+        "seed": seed, "arm": result.name, "records": [asdict(r) for r in result.records],
+        "wall_s": result.wall_s, "updates": result.updates, "update_metrics": result.update_metrics,
+        "tokens_per_s": result.tokens_per_s,
+    }  # fmt: skip
+
+
+# -- the analysis (pure: pieces in, the summary out) -------------------------------------------------------
+
+
+def seed_arm(piece: Piece) -> SeedArm:
+    records = [AttemptRecord(**r) for r in piece["records"]]
+    return SeedArm(
+        arm=piece["arm"], seed=piece["seed"], valid=[r.valid for r in records],
+        versions=[r.version for r in records], rewards=[r.reward for r in records],
+    )  # fmt: skip
+
+
+def analyse(pieces: Mapping[tuple[int, str], Piece], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The study's results from whatever pieces exist: per arm the primary endpoint's counts, the secondary
+    endpoints and the diagnostics; the test wherever both arms share a seed."""
+    arms = list(config["arms"])
+    runs = [seed_arm(pieces[key]) for key in planned(config) if key in pieces]
+    complete = [seed for seed in config["seeds"] if all((seed, arm) in pieces for arm in arms)]
+    counted = {
+        seed: seed_counts([r for r in runs if r.seed == seed], after_first_update=True) for seed in complete
     }
-    for seed in seeds:
-        for name in ARMS:
-            policy = path_policy(settings, path, adapter=adapter, seed=seed)
-            arm = run_arm(
-                name, policy, tasks, settings, attempts=attempts, learn=name == "rl", seed=seed, path=path
-            )
-            runs[name].append(arm)
-            rows = curve(arm, tasks, points)
-            print_table(rows, list(rows[0]), title=f"{name}, seed {seed}: against attempts")
-            save(args.json, config, runs, tasks, points)
-    results = save(args.json, config, runs, tasks, points)
-    report(results, attempts, seeds)
-
-
-def save(json_path, config: dict, runs: dict[str, list[ArmResult]], tasks, points) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """The results so far (every finished arm), written at once so that an interrupted run keeps them."""
-    results: dict[str, Any] = {name: summarise(arms, tasks) for name, arms in runs.items() if arms}
-    results["curves"] = {name: [curve(arm, tasks, points) for arm in arms] for name, arms in runs.items()}
-    results["records"] = {
-        name: [[asdict(r) for r in arm.records] for arm in arms] for name, arms in runs.items()
+    results: dict[str, Any] = {
+        "seeds_complete": complete,
+        "arms": {arm: arm_results(arm, pieces, complete, counted, config) for arm in arms},
     }
-    targets: dict[str, Any] = {}
-    if all(runs[name] for name in ARMS):
-        results["tests"] = compare(runs, tasks)
-        gap = results["rl"]["valid_rate"] - results["static"]["valid_rate"]
-        targets["rl_valid_rate_minus_static"] = target(gap, ">=", 0.0)
-        for t in tasks:
-            targets[f"rl_best_vs_static:{t.info.slug}"] = best_gap_target(results, t)
-    write_json(
-        json_path,
-        benchmark="rl_vs_static",
-        machine=machine_info(),
-        config=config,
-        targets=targets,
-        results=results,
-    )
+    tests = compare_arms([r for r in runs if r.seed in complete], arms, after_first_update=True)
+    if tests:
+        test = tests[0].as_dict()
+        results["test"] = {
+            "name": test["name"], "p_value": test["p_value"], "statistic": test["statistic"],
+            "difference": test["difference"], "difference_ci": test["difference_ci"],
+            "difference_of": f"{test['arm']} minus {test['reference']}, valid rate",
+            "seed_differences": test["seed_differences"], "seed_difference_ci": test["seed_difference_ci"],
+            "seed_difference_p": test["seed_difference_p"],
+        }  # fmt: skip
     return results
 
 
-def summarise(arms: list[ArmResult], tasks) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """One arm over its seeds: pooled valid counts with intervals, and per-seed best scores."""
-    records = [r for arm in arms for r in arm.records]
-    late = [r for arm in arms for r in later_half(arm)]
-    valid, late_valid = sum(r.valid for r in records), sum(r.valid for r in late)
-    best: dict[str, Any] = {}
-    for t in tasks:
-        by_seed = [arm.best(t.info.slug, t.info.higher_is_better) for arm in arms]
-        found = [b for b in by_seed if b is not None]
-        best[t.info.slug] = {
-            "by_seed": by_seed,
-            "mean": statistics.fmean(found) if found else None,
-            "ci95": t_interval(found) if len(found) == len(by_seed) else None,
-        }
+def arm_results(
+    arm: str,
+    pieces: Mapping[tuple[int, str], Piece],
+    seeds: Sequence[int],
+    counted: Mapping[int, Any],
+    config: Mapping[str, Any],
+) -> dict[str, Any]:
+    mine = [pieces[(seed, arm)] for seed in seeds]
+    counts = [counted[seed][arm] for seed in seeds if counted[seed] is not None]
+    after, valid_after = sum(c.attempts for c in counts), sum(c.valid for c in counts)
+    records = [AttemptRecord(**r) for p in mine for r in p["records"]]
+    tenths = windows([seed_arm(p) for p in mine], 10, config["attempts_per_seed"])
     return {
         "attempts": len(records),
-        "valid": valid,
-        "valid_rate": valid / len(records),
-        "valid_rate_ci95": wilson_interval(valid, len(records)),
-        "valid_rate_by_seed": [arm.valid_rate() for arm in arms],
-        "late_attempts": len(late),
-        "late_valid": late_valid,
-        "late_valid_rate": late_valid / len(late) if late else None,
-        "late_valid_rate_ci95": wilson_interval(late_valid, len(late)),
+        "attempts_after_first_update": after,
+        "valid_after": valid_after,
+        "valid_rate": valid_after / after if after else None,
+        "valid_rate_ci": list(wilson_interval(valid_after, after)) if after else None,
+        "valid_rate_all_attempts": sum(r.valid for r in records) / len(records) if records else None,
         "drawn_after_an_update": sum(r.version > 0 for r in records),
-        "mean_reward": statistics.fmean(r.reward for r in records),
-        "updates_per_seed": statistics.fmean(arm.updates for arm in arms),
-        "seconds_per_attempt": sum(arm.wall_s for arm in arms) / len(records),
-        "best_score": best,
+        "mean_reward_by_tenth": [w["mean_reward"] for w in tenths],
+        "valid_rate_by_tenth": [w["valid_rate"] for w in tenths],
+        "best_score_by_seed": {slug: [best(p, slug) for p in mine] for slug in config["slugs"]},
+        "diagnostics": diagnostics(mine, config),
+        "seconds_per_attempt": sum(p["wall_s"] for p in mine) / len(records) if records else None,
     }
 
 
-def later_half(arm: ArmResult) -> list:  # type: ignore[type-arg]
-    """The attempts that finished in the second half of the arm's budget."""
-    return arm.records[len(arm.records) // 2 :]
-
-
-def compare(runs: dict[str, list[ArmResult]], tasks) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    """RL against static: one row per test, with its p and what it says at SIGNIFICANCE."""
-    rl, static = runs["rl"], runs["static"]
-    rows = [
-        proportion_row(
-            "valid rate, all attempts",
-            [r for a in rl for r in a.records],
-            [r for a in static for r in a.records],
-        ),
-        proportion_row(
-            "valid rate, later halves",
-            [r for a in rl for r in later_half(a)],
-            [r for a in static for r in later_half(a)],
-        ),
+def best(piece: Piece, slug: str) -> float | None:
+    scores = [
+        r["score"] for r in piece["records"] if r["task"] == slug and r["valid"] and r["score"] is not None
     ]
-    for t in tasks:
-        slug, sign = t.info.slug, 1.0 if t.info.higher_is_better else -1.0
-        rl_best, static_best = seed_bests(rl, t), seed_bests(static, t)
-        rl_signed, static_signed = signed(rl_best, sign), signed(static_best, sign)
-        p = rank_permutation_p(rl_signed, static_signed)
-        gap = mean_rank_gap(rl_signed, static_signed)
-        row = test_row(f"best score per seed (mean rank), {slug}", gap, "exact rank-sum", p)
-        rows.append(
-            row
-            | {"rl": rl_best, "static": static_best, "mean_best_gap": mean_gap(rl_best, static_best, sign)}
-        )
-        rl_scores = valid_scores(rl, slug)
-        static_scores = valid_scores(static, slug)
-        p_scores = mann_whitney_p(rl_scores, static_scores)
-        if p_scores is not None:
-            difference = sign * (statistics.median(rl_scores) - statistics.median(static_scores))
-            rows.append(
-                test_row(f"scores of valid attempts (median), {slug}", difference, "Mann-Whitney", p_scores)
-            )
-    return rows
+    return (max if HIGHER_IS_BETTER[slug] else min)(scores) if scores else None
 
 
-def seed_bests(arms: list[ArmResult], task) -> list[float | None]:  # type: ignore[no-untyped-def]
-    """Each seed's best score on `task` (None: that seed had no valid attempt on it)."""
-    return [a.best(task.info.slug, task.info.higher_is_better) for a in arms]
+def diagnostics(pieces: Sequence[Piece], config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a null result is checked against: did gradients reach the adapters, did batches carry a signal
+    (rewards that differ within a batch), did the valid rate move within the runs."""
+    batch = config["settings"]["batch"]
+    spreads = []
+    for piece in pieces:
+        rewards = [r["reward"] for r in piece["records"]]
+        spreads += [
+            statistics.pstdev(rewards[i : i + batch]) for i in range(0, len(rewards) - batch + 1, batch)
+        ]
+    metrics = [m for p in pieces for m in p["update_metrics"]]
+
+    def mean_of(key: str) -> float | None:
+        values = [m[key] for m in metrics if key in m]
+        return statistics.fmean(values) if values else None
+
+    halves = [[r["valid"] for r in p["records"]] for p in pieces]
+    return {
+        "updates": sum(p["updates"] for p in pieces),
+        "grad_norm_mean": mean_of("charts/grad_norm"),
+        "clip_fraction_mean": mean_of("charts/clip_fraction"),
+        "reward_spread_within_batches_mean": statistics.fmean(spreads) if spreads else None,
+        "batches_with_no_reward_spread": sum(s == 0 for s in spreads),
+        "timeouts": sum(r["status"] == "timeout" for p in pieces for r in p["records"]),
+        "valid_rate_first_half": rate([v for h in halves for v in h[: len(h) // 2]]),
+        "valid_rate_second_half": rate([v for h in halves for v in h[len(h) // 2 :]]),
+        "tokens_per_s": statistics.fmean(t for p in pieces for t in p["tokens_per_s"])
+        if any(p["tokens_per_s"] for p in pieces) else None,
+    }  # fmt: skip
 
 
-def signed(values: list[float | None], sign: float) -> list[float | None]:
-    return [None if v is None else sign * v for v in values]
+def rate(values: Sequence[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
-def mean_rank_gap(rl: list[float | None], static: list[float | None]) -> float:
-    """RL's mean rank minus static's among all seeds' (signed) bests, None ranking lowest: > 0, RL better."""
-    pooled = ranks([*rl, *static])
-    return statistics.fmean(pooled[: len(rl)]) - statistics.fmean(pooled[len(rl) :])
+# -- the command -------------------------------------------------------------------------------------------
 
 
-def mean_gap(rl: list[float | None], static: list[float | None], sign: float) -> float:
-    """How much better RL's mean best is, over the seeds that have one (nan where an arm has none)."""
-    rl_found, static_found = [v for v in rl if v is not None], [v for v in static if v is not None]
-    if not rl_found or not static_found:
-        return math.nan
-    return sign * (statistics.fmean(rl_found) - statistics.fmean(static_found))
+def main() -> None:
+    args = arguments()
+    config = study_config(args)
+    folder = args.pieces or pieces_folder(config)
+    started = time.monotonic()
+    pieces = run_study(config, folder, piece_runner(config), stop_after=args.stop_after)
+    results = analyse(pieces, config)
+    results["pieces"] = {"folder": str(folder), "saved": len(pieces), "planned": len(planned(config))}
+    results["sitting_wall_s"] = time.monotonic() - started
+    write_json(args.json, benchmark="rl_vs_static", machine=machine_info(), config=config,
+               targets={}, results=results)  # fmt: skip
+    report(results, config)
 
 
-def valid_scores(arms: list[ArmResult], slug: str) -> list[float]:
-    return [r.score for a in arms for r in a.records if r.task == slug and r.valid and r.score is not None]
-
-
-def proportion_row(measure: str, rl: list, static: list) -> dict[str, Any]:  # type: ignore[type-arg]
-    k_rl, k_static = sum(r.valid for r in rl), sum(r.valid for r in static)
-    p = fisher_exact_p(k_rl, len(rl), k_static, len(static))
-    row = test_row(measure, k_rl / len(rl) - k_static / len(static), "Fisher exact", p)
-    return row | {"rl": f"{k_rl}/{len(rl)}", "static": f"{k_static}/{len(static)}"}
-
-
-def test_row(measure: str, rl_better_by: float, test: str, p: float) -> dict[str, Any]:
-    """`rl_better_by` > 0 means RL did better (for a lower-is-better metric, its score is lower)."""
-    reading = (
-        "no measurable difference" if p >= SIGNIFICANCE else ("RL better" if rl_better_by > 0 else "RL worse")
-    )
-    return {"measure": measure, "rl_better_by": rl_better_by, "test": test, "p": p, "reading": reading}
-
-
-def best_gap_target(results: dict[str, Any], task) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    slug, sign = task.info.slug, 1.0 if task.info.higher_is_better else -1.0
-    rl, static = results["rl"]["best_score"][slug]["mean"], results["static"]["best_score"][slug]["mean"]
-    gap = float("-inf") if rl is None else (float("inf") if static is None else sign * (rl - static))
-    return target(gap, ">=", 0.0) | {"rl": rl, "static": static}
-
-
-def listed(value: Any) -> Any:
-    """A list of per-seed values as one short cell."""
-    return ", ".join(format_value(v) for v in value) if isinstance(value, list) else value
-
-
-def interval(bounds: tuple[float, float] | None) -> str:
-    return "-" if bounds is None else f"[{bounds[0]:.4g}, {bounds[1]:.4g}]"
-
-
-def report(results: dict[str, Any], attempts: int, seeds: tuple[int, ...]) -> None:
+def report(results: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     rows = []
-    for name in ARMS:
-        arm = results[name]
-        row = {
-            "arm": name,
-            "valid": f"{arm['valid']}/{arm['attempts']}",
-            "valid 95% CI": interval(arm["valid_rate_ci95"]),
-            "later half valid": f"{arm['late_valid']}/{arm['late_attempts']}",
-            "drawn after an update": arm["drawn_after_an_update"],
-            "s/attempt": arm["seconds_per_attempt"],
-        }
-        for slug in SLUGS:
-            best = arm["best_score"][slug]
-            row[f"best {slug} (mean over seeds with one)"] = best["mean"]
-            row[f"best {slug} 95% CI"] = interval(best["ci95"])
-        rows.append(row)
-    print_table(rows, list(rows[0]), title=f"{len(seeds)} seeds x {attempts} attempts per arm")
-    tests = [{k: listed(v) for k, v in row.items()} for row in results["tests"]]
+    for arm, found in results["arms"].items():
+        rows.append({
+            "arm": arm, "seeds": len(results["seeds_complete"]),
+            "valid after first update": f"{found['valid_after']}/{found['attempts_after_first_update']}",
+            "95% CI": format_value(found["valid_rate_ci"]),
+            "drawn after an update": found["drawn_after_an_update"],
+            "grad norm": found["diagnostics"]["grad_norm_mean"], "s/attempt": found["seconds_per_attempt"],
+        })  # fmt: skip
+    saved = results.get("pieces", {})
     print_table(
-        tests, list(tests[0]), title=f"RL against static (p < {SIGNIFICANCE}: a measurable difference)"
+        rows, list(rows[0]), title=f"pieces {saved.get('saved')}/{saved.get('planned')} ({config['policy']})"
     )
+    if "test" in results:
+        test = results["test"]
+        print(f"{test['name']}: {test['difference_of']} {format_value(test['difference'])}, 95% CI "
+              f"{format_value(test['difference_ci'])}, p = {format_value(test['p_value'])}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -426,5 +426,22 @@ class Learner:
         self.updates = int(state["updates"])
 
 
+class FrozenLearner:
+    """A learner that never changes the policy (the run setting `updates` off): the same loop, prompts and
+    budget, no optimizer steps and no new policy versions. The static arm of a study of RL against no RL."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def update(self, batch: Sequence[Experience], *, current_version: int) -> dict[str, float]:
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
 def _mean_dicts(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     return {key: math.fsum(row[key] for row in rows) / len(rows) for key in rows[0]}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, LearnerConfig
+from rl_core.learner import LM_MICRO_BATCH, LM_PPO_EPOCHS, FrozenLearner, Learner, LearnerConfig
 from rl_core.loop_config import LoopConfig
 from rl_core.run_spec import RunConfig
 
@@ -30,6 +30,12 @@ def learner_config(config: RunConfig, **overrides: Any) -> LearnerConfig:
         "ppo_epochs": LM_PPO_EPOCHS if lm else LearnerConfig.ppo_epochs,
     }
     return LearnerConfig(**fed | overrides)
+
+
+def learner_for(policy: Any, config: RunConfig) -> Learner | FrozenLearner:
+    """The run's learner: PPO (or REINFORCE) on `policy` under `learner_config`, or, with `updates` off, one
+    that never changes it."""
+    return Learner(policy, learner_config(config)) if config.updates else FrozenLearner(policy)
 
 
 def lm_policy_config_fields(config: RunConfig) -> dict[str, Any]:

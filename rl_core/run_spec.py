@@ -224,6 +224,11 @@ class RunConfig:
         "How often a prompt asks to improve an earlier valid program instead of solving afresh (the paper's "
         "0.5).", feeds="loop", bound="probability",
     )  # fmt: skip
+    updates: bool = setting(
+        True, "Update the policy",
+        "Off: the policy never changes, so the run measures the starting policy with the same loop, prompts "
+        "and budget (the static arm of a study of RL against no RL).",
+    )  # fmt: skip
     objective: Literal["ppo", "reinforce"] = setting(
         "ppo", "Objective",
         "PPO (the paper's): clipped updates that keep the policy close to the one that drew the programs. "

@@ -21,12 +21,11 @@ from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.evaluation import EVALUATION, Evaluation, evaluate
 from rl_core.executors import Executor, LocalExecutor
 from rl_core.final_grading import FINAL_PREFIX, Chosen, grade_on_hidden_answers
-from rl_core.learner import Learner
 from rl_core.loop import run_loop
 from rl_core.loop_config import LoopSummary
 from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Policy, Sample, TaskInfo
-from rl_core.run_configs import learner_config, lm_policy_config_fields, loop_config
+from rl_core.run_configs import learner_for, lm_policy_config_fields, loop_config
 from rl_core.run_spec import RunConfig
 from rl_core.stops import RunCancelled, Superseded
 from rl_core.warmstart.folders import warm_start_source
@@ -232,7 +231,7 @@ def run_supervise(
         executor = instrumenting_executor(config, policy, executor)
         summary = run_loop(
             policy=policy,
-            learner=Learner(policy, learner_config(config)),
+            learner=learner_for(policy, config),
             executor=executor,
             tasks=tasks,
             config=loop_config(config),

@@ -88,6 +88,25 @@ def test_each_improve_attempt_stores_the_key_of_the_program_it_started_from():
         assert attempt.parent_key in earlier_valid | {"0-baseline-0"}, attempt.number
 
 
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_with_updates_off_keeps_its_first_policy_and_runs_its_whole_budget():
+    """The static arm of a study: the same loop and budget, the policy never updated."""
+    iris = seed_one("iris-species")
+    config = RunConfig(attempts=6, actors=1, batch=2, updates=False)
+    run = services.run_create(owner=None, competitions=[iris], policy="grammar", config=config.to_dict())
+    run_supervise(run_id=run.id)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FINISHED and run.policy_version == 0
+    assert run.attempts.count() == 6
+    assert set(run.attempts.values_list("policy_version", flat=True)) == {0}
+    learning = services.run_create(owner=None, competitions=[iris], policy="grammar",
+                                   config=RunConfig(attempts=6, actors=1, batch=2).to_dict())  # fmt: skip
+    run_supervise(run_id=learning.id)
+    learning.refresh_from_db()
+    assert learning.policy_version == 3  # the control: the same run with updates on takes 6 / 2 of them
+
+
 def test_a_solve_attempt_has_no_parent_key():
     task = TaskInfo("comp", "a task", "rmse", False, "id", ("y",), 60.0)
     sample = Sample(Prompt(task=task, kind="solve"), "print(1)", (), 0, {})

@@ -1,0 +1,119 @@
+"""bench/rl_vs_static.py: the study's analysis against a hand-worked example, and resuming in pieces against a
+run in one piece (the grammar policy through the real loop and sandboxes, one sandbox at a time, so both are
+deterministic)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+CONFIG = {
+    "policy": "grammar", "slugs": ["diabetes-progression"], "arms": ["static", "rl"], "seeds": [0, 1],
+    "attempts_per_seed": 6, "settings": {"batch": 2},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """bench/rl_vs_static as the benchmarks import each other (bench/ first on sys.path)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("rl_vs_static")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def record(number: int, valid: bool, version: int = 0, reward: float = 0.0) -> dict:
+    return {
+        "number": number, "task": "diabetes-progression", "kind": "solve", "status": "ok", "valid": valid,
+        "score": 0.1 * number if valid else None, "reward": reward, "stages": 0, "new_tokens": 0,
+        "generation_s": 0.0, "version": version,
+    }  # fmt: skip
+
+
+def piece(seed: int, arm: str, valid: list[bool], versions: list[int]) -> dict:
+    records = [record(i + 1, v, ver, float(v)) for i, (v, ver) in enumerate(zip(valid, versions, strict=True))]
+    updates = max(versions)
+    metrics = [{"charts/grad_norm": 2.0}] * updates
+    return {"seed": seed, "arm": arm, "records": records, "wall_s": 6.0, "updates": updates,
+            "update_metrics": metrics, "tokens_per_s": []}  # fmt: skip
+
+
+def test_the_docstring_examples_hold(bench):
+    assert doctest.testmod(bench).failed == 0
+
+
+def test_the_analysis_matches_the_hand_worked_example(bench):
+    """Positions 1-2 come before seed 0's first update, 1-2 before seed 1's; counted from there (rl 3/4 and
+    2/4, static 1/4 and 2/4): CMH X^2 = 7/8, RD = 1/4 (worked in tests/rl_core/test_studies.py)."""
+    pieces = {
+        (0, "static"): piece(0, "static", [True, False, True, False, False, False], [0] * 6),
+        (0, "rl"): piece(0, "rl", [True, False, True, True, True, False], [0, 0, 1, 1, 1, 1]),
+        (1, "static"): piece(1, "static", [True, False, True, True, False, False], [0] * 6),
+        (1, "rl"): piece(1, "rl", [True, False, True, False, True, False], [0, 0, 1, 1, 2, 2]),
+    }
+    results = bench.analyse(pieces, CONFIG)
+    rl, static = results["arms"]["rl"], results["arms"]["static"]
+    assert (rl["attempts_after_first_update"], rl["valid_after"]) == (8, 5)
+    assert (static["attempts_after_first_update"], static["valid_after"]) == (8, 3)
+    assert rl["valid_rate"] == 5 / 8 and rl["drawn_after_an_update"] == 8
+    assert results["test"]["statistic"] == pytest.approx(7 / 8)
+    assert results["test"]["difference"] == pytest.approx(0.25)
+    assert results["test"]["difference_ci"] == pytest.approx([0.25 - 0.45834, 0.25 + 0.45834], abs=1e-5)
+    assert results["test"]["p_value"] == pytest.approx(0.349575, abs=1e-6)
+    assert rl["best_score_by_seed"]["diabetes-progression"] == pytest.approx([0.5, 0.5])
+    assert rl["diagnostics"]["grad_norm_mean"] == 2.0 and rl["diagnostics"]["updates"] == 3
+
+
+def test_only_seeds_with_both_arms_are_tested(bench):
+    pieces = {
+        (0, "static"): piece(0, "static", [True, False, True, False], [0] * 4),
+        (0, "rl"): piece(0, "rl", [True, False, True, True], [0, 0, 1, 1]),
+        (1, "static"): piece(1, "static", [True, True, True, True], [0] * 4),
+    }
+    results = bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
+    assert results["seeds_complete"] == [0]
+    assert results["arms"]["static"]["attempts_after_first_update"] == 2
+
+
+def run_bench(out: Path, pieces: Path, *more: str) -> str:
+    command = [sys.executable, "rl_vs_static.py", "--policy", "grammar", "--seeds", "2", "--attempts", "4",
+               "--json", str(out), "--pieces", str(pieces), *more]  # fmt: skip
+    done = subprocess.run(command, cwd=BENCH, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def comparable(path: Path) -> dict:
+    """The summary without what differs between any two runs: clocks, the machine and where pieces live."""
+    document = json.loads(path.read_text())
+    results = document["results"]
+    for arm in results["arms"].values():
+        arm.pop("seconds_per_attempt")
+    results.pop("sitting_wall_s")
+    results["pieces"].pop("folder")
+    return {"config": document["config"], "results": results}
+
+
+@pytest.mark.slow
+def test_resuming_runs_only_the_missing_pieces_and_gives_the_json_of_a_run_in_one_piece(tmp_path):
+    whole = run_bench(tmp_path / "whole.json", tmp_path / "whole")
+    assert whole.count("[seed") == 4
+
+    first = run_bench(tmp_path / "first.json", tmp_path / "pieces", "--stop-after", "2")
+    assert first.count("[seed") == 2
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "pieces").glob("seed*.json")}
+    assert sorted(saved) == ["seed0-rl.json", "seed0-static.json"]
+    assert json.loads((tmp_path / "first.json").read_text())["results"]["pieces"]["saved"] == 2
+
+    second = run_bench(tmp_path / "resumed.json", tmp_path / "pieces")
+    assert "[seed 0]" not in second and second.count("[seed 1]") == 2
+    assert {name: (tmp_path / "pieces" / name).read_bytes() for name in saved} == saved
+    assert comparable(tmp_path / "resumed.json") == comparable(tmp_path / "whole.json")
