@@ -155,7 +155,8 @@ def piece_runner(config: Mapping[str, Any]) -> Callable[[int, str], Piece]:
     settings = LMSettings(**config["settings"])
     path = replace(PATHS["new"], **config["path"])
     tasks = tasks_for(config["slugs"])
-    adapter = None if config["policy"] == "grammar" else warm_start(tasks, settings)[0]
+    shared = replace(settings, rl_lr=LMSettings.rl_lr)  # the RL rate plays no part in the warm start
+    adapter = None if config["policy"] == "grammar" else warm_start(tasks, shared)[0]
 
     def run_piece(seed: int, arm: str) -> Piece:
         policy = grammar_policy(seed) if config["policy"] == "grammar" else path_policy(

@@ -48,7 +48,7 @@ import torch
 from rl_core import checkpoint as ckpt
 from rl_core import sampling
 from rl_core.executors import Executor, Finished, Job
-from rl_core.learner import Learner
+from rl_core.learner import FrozenLearner, Learner
 from rl_core.loop_config import LoopConfig, LoopSummary, NullObserver, Observer
 from rl_core.loop_state import BestSolution, LoopState, state_from_dict, state_to_dict
 from rl_core.metrics import is_better
@@ -79,7 +79,7 @@ class _Run:
     def __init__(
         self,
         policy: Policy,
-        learner: Learner,
+        learner: Learner | FrozenLearner,
         executor: Executor,
         tasks: Sequence[TaskInfo],
         config: LoopConfig,
@@ -426,7 +426,7 @@ class _Run:
 def run_loop(
     *,
     policy: Policy,
-    learner: Learner,
+    learner: Learner | FrozenLearner,
     executor: Executor,
     tasks: Sequence[TaskInfo],
     config: LoopConfig,

@@ -288,8 +288,10 @@ def on_time_grid(
 
 def windows(runs: Sequence[SeedArm], count: int = 10, budget: int | None = None) -> list[dict[str, Any]]:
     """The arm's attempts in `count` windows of positions (tenths of `budget`, by default of the longest
-    run), pooled over its seeds: valid attempts, their Wilson interval, and the mean reward."""
+    run; fewer where the budget is under `count`), pooled over its seeds: valid attempts, their Wilson
+    interval, and the mean reward."""
     budget = budget or max((len(r.valid) for r in runs), default=0)
+    count = max(min(count, budget), 1)
     rows = []
     for w in range(count):
         start, end = w * budget // count, (w + 1) * budget // count

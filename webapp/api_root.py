@@ -20,6 +20,7 @@ ENDPOINTS = {
     "competitions": "api-competitions",
     "competition_upload": "api-competition-upload",
     "runs": "api-runs",
+    "studies": "api-studies",
     "warm_starts": "api-warm-starts",
     "schema": "api-schema",
     "schema_swagger_ui": "api-docs",

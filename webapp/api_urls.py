@@ -18,6 +18,8 @@ urlpatterns = [
     path("runs/<int:run_id>/attempts/", runs.RunAttempts.as_view(), name="api-run-attempts"),
     path("runs/<int:run_id>/attempts/<int:number>/", runs.AttemptDetail.as_view(), name="api-attempt"),
     path("runs/<int:run_id>/metrics/", runs.RunMetrics.as_view(), name="api-run-metrics"),
+    path("studies/", runs.StudyList.as_view(), name="api-studies"),
+    path("studies/<int:study_id>/", runs.StudyDetail.as_view(), name="api-study"),
     path("warmstarts/", runs.WarmStartList.as_view(), name="api-warm-starts"),
     path("schema/", SchemaView.as_view(), name="api-schema"),
     # Swagger UI and Redoc load their scripts from the sidecar package's static files, so they work offline

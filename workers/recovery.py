@@ -6,14 +6,15 @@ waiting in the broker (dispatch marks those). Each orphan gets a new supervise_r
 from the run's newest checkpoint. Called when a `gpu` worker starts (workers.celery) and, through the
 `practicum.recover_runs` task on the `control` queue, by celery beat every PRACTICUM_RECOVERY_INTERVAL_S
 (a minute): without beat, a run whose supervisor died waits for the next gpu worker to start. Starting one
-twice is harmless: the second finds the lease held.
+twice is harmless: the second finds the lease held. A study whose supervisor died after one run ended and
+before it made the next (webapp.runs.studies.study_advance) has that next run made here, and started.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from webapp.runs import selectors
+from webapp.runs import selectors, studies
 from workers.coordination import shared_client, supervisor_lease_key, supervisor_queued_key
 from workers.dispatch import enqueue_supervisor
 
@@ -30,7 +31,8 @@ def orphaned_runs() -> list[int]:
 
 def recover_orphaned_runs(*, app: Any = None) -> list[int]:
     """Enqueue a supervisor for each orphaned run (through `app`, workers.celery's by default); returns
-    their ids."""
+    their ids. A study that stalled between two runs gets its next run first, which is then one of them."""
+    studies.studies_continue_stalled()
     orphans = orphaned_runs()
     for run_id in orphans:
         enqueue_supervisor(run_id, app=app)

@@ -20,7 +20,7 @@ from django.conf import settings
 from rl_core.checkpoint_files import latest_checkpoint
 from rl_core.stops import Superseded
 from webapp import storage
-from webapp.runs import selectors
+from webapp.runs import selectors, studies
 from workers.coordination import (
     REDIS_ERRORS,
     Heartbeat,
@@ -38,7 +38,21 @@ log = logging.getLogger(__name__)
 def supervise(run_id: int, *, distributed: bool | None = None) -> str:
     """Run (or resume) the run to its end: its attempts on Celery workers when `distributed` (by default:
     when a broker is configured), else on this machine. Returns "inactive", "busy" (another supervisor
-    holds it), "superseded" (another took it over while this one ran) or "done"."""
+    holds it), "superseded" (another took it over while this one ran) or "done". A run of a study that has
+    ended ("done", "inactive", or failed) makes way for the study's next run (studies.study_advance); one
+    that another supervisor holds ("busy", "superseded") has not ended."""
+    try:
+        outcome = drive_to_end(run_id, distributed=distributed)
+    except Exception:
+        studies.study_advance(run_id=run_id)  # a failed run does not hold up the rest of its study
+        raise
+    if outcome in ("done", "inactive"):
+        studies.study_advance(run_id=run_id)
+    return outcome
+
+
+def drive_to_end(run_id: int, *, distributed: bool | None) -> str:
+    """`supervise` without the study: "inactive", "busy", "superseded" or "done"."""
     if not selectors.run_is_active(run_id=run_id):
         return "inactive"
     if not (bool(settings.REDIS) if distributed is None else distributed):

@@ -39,7 +39,9 @@ def record(number: int, valid: bool, version: int = 0, reward: float = 0.0) -> d
 
 
 def piece(seed: int, arm: str, valid: list[bool], versions: list[int]) -> dict:
-    records = [record(i + 1, v, ver, float(v)) for i, (v, ver) in enumerate(zip(valid, versions, strict=True))]
+    records = [
+        record(i + 1, v, ver, float(v)) for i, (v, ver) in enumerate(zip(valid, versions, strict=True))
+    ]
     updates = max(versions)
     metrics = [{"charts/grad_norm": 2.0}] * updates
     return {"seed": seed, "arm": arm, "records": records, "wall_s": 6.0, "updates": updates,

@@ -103,6 +103,14 @@ def log_in() -> Callable[..., None]:
 
 
 @pytest.fixture
+def iris(asgi_server):
+    """The bundled iris competition, seeded once the server runs and before the browser opens a page."""
+    from webapp.competitions.management.commands.seed_competitions import seed_one
+
+    return seed_one("iris-species")
+
+
+@pytest.fixture
 def screenshot(page) -> Callable[[str], Path]:
     """`screenshot("run-live")` writes the whole page to <PRACTICUM_SCREENSHOTS>/run-live.png."""
     folder = Path(os.environ.get("PRACTICUM_SCREENSHOTS") or ROOT / "var" / "screenshots")

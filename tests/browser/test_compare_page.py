@@ -199,3 +199,39 @@ def test_an_active_runs_curves_and_best_grow_without_a_reload(running_run, rmsle
     page.wait_for_timeout(4_000)
     assert page.evaluate("window.practicum.updates") == updates, "polling stops once no run is active"
     assert polled and all(url.endswith(f"?runs={running_run.id}") for url in polled), "only active runs"
+
+
+@pytest.fixture
+def seeded_runs(owner):
+    """Three public runs: two seeds of batch 8 and one of batch 2, each with two valid attempts."""
+    from rl_core.run_spec import RunConfig
+    from webapp.runs.models import Run
+
+    competition = competition_on(owner, "rmsle")
+    runs = [public_run(owner, competition, scores=(0.5, 0.4)) for _ in range(3)]
+    for run, (seed, batch) in zip(runs, [(0, 8), (1, 8), (0, 2)], strict=True):
+        Run.objects.filter(id=run.id).update(config=RunConfig(attempts=10, seed=seed, batch=batch).to_dict())
+    return [run.id for run in runs]
+
+
+def test_runs_grouped_by_the_settings_that_differ_show_a_band_per_group(seeded_runs, page, screenshot):
+    open_compare(page, *seeded_runs)
+    assert page.locator("#chart-groups").count() == 0, "grouping is asked for"
+    page.check("#group-runs")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_function(
+        "window.practicum && window.practicum.charts >= 1 && document.getElementById('chart-groups')"
+    )
+    screenshot("compare-groups")
+    names = page.evaluate(
+        "document.getElementById('chart-groups').data.filter((t) => t.name).map((t) => t.name)"
+    )
+    assert [name.split(": mean")[0] for name in names] == [
+        "Attempts per update (B): 8",
+        "Attempts per update (B): 2",
+    ]
+    assert names[0].endswith("mean over 2 runs, band: 95% interval")
+    bands = page.evaluate(
+        "document.getElementById('chart-groups').data.filter((t) => t.fill === 'tonexty').length"
+    )
+    assert bands == 2

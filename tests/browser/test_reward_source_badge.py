@@ -24,14 +24,6 @@ def erin(django_user_model):
     return django_user_model.objects.create_user(USERNAME, password=PASSWORD)
 
 
-@pytest.fixture
-def iris(asgi_server):
-    """The bundled iris competition, seeded once the server runs and before the browser opens a page."""
-    from webapp.competitions.management.commands.seed_competitions import seed_one
-
-    return seed_one(SLUG)
-
-
 def start_validation_run(page) -> int:
     """Start a small run on iris from the form with the validation split as its reward source; its id."""
     page.goto(f"/runs/new/?competition={SLUG}")

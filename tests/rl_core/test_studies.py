@@ -17,9 +17,11 @@ from rl_core.studies import SeedArm, band, cmh, compare_arms, mh_risk_difference
 # CMH: per stratum N = 8, valid = 4, E[a] = 4*4/8 = 2, Var = 4*4*4*4 / (8^2 * 7) = 4/7;
 #   sum (a - E) = (3 - 2) + (2 - 2) = 1, so X^2 = 1 / (8/7) = 7/8.
 # MH risk difference: weights 4*4/8 = 2 each; numerators (3*4 - 1*4)/8 = 1 and (2*4 - 2*4)/8 = 0: RD = 1/4.
-# Greenland-Robins variance: stratum terms (3*1*64 + 1*3*64)/(16*64) = 3/8 and (2*2*64 + 2*2*64)/(16*64) = 1/2,
+# Greenland-Robins variance: stratum terms (3*1*64 + 1*3*64)/(16*64) = 3/8 and (2*2*64 + 2*2*64)/(16*64)
+#   = 1/2,
 #   sum 7/8 over (2 + 2)^2 = 16: 7/128, so the 95% half-width is 1.95996 * sqrt(7/128) = 0.45834.
-# Per-seed differences 0.5 and 0.0: mean 0.25, sd sqrt(1/8), se 0.25, t(1) = 12.7062: [-2.9266, 3.4266], p 0.5.
+# Per-seed differences 0.5 and 0.0: mean 0.25, sd sqrt(1/8), se 0.25, t(1) = 12.7062: [-2.9266, 3.4266],
+#   p 0.5.
 STRATA = [(3, 4, 1, 4), (2, 4, 2, 4)]
 
 
@@ -58,10 +60,10 @@ def runs_of_the_example() -> list[SeedArm]:
     """The example above as runs: two attempts before the rl arm's first update, then four counted ones."""
     before = [True, False]
     return [
-        SeedArm("static", 0, before + [True, False, False, False]),
-        SeedArm("rl", 0, before + [True, True, True, False], versions=[0, 0, 1, 1, 1, 1]),
-        SeedArm("static", 1, before + [True, True, False, False]),
-        SeedArm("rl", 1, before + [True, False, True, False], versions=[0, 0, 1, 1, 2, 2]),
+        SeedArm("static", 0, [*before, True, False, False, False]),
+        SeedArm("rl", 0, [*before, True, True, True, False], versions=[0, 0, 1, 1, 1, 1]),
+        SeedArm("static", 1, [*before, True, True, False, False]),
+        SeedArm("rl", 1, [*before, True, False, True, False], versions=[0, 0, 1, 1, 2, 2]),
     ]
 
 
@@ -92,7 +94,8 @@ def test_a_live_study_counts_only_the_positions_both_runs_have_reached():
 def test_band_is_the_t_interval_across_seeds_and_keeps_single_values():
     (mean, low, high), single = band([[1.0, 5.0], [2.0], [3.0]])
     assert mean == pytest.approx(2.0)
-    assert high - mean == pytest.approx(4.302653 * 1.0 / math.sqrt(3), abs=1e-5)  # t(2) * sd / sqrt(3)
+    half = 4.302653 * 1.0 / math.sqrt(3)  # t(2) * sd / sqrt(3)
+    assert (low, high) == pytest.approx((mean - half, mean + half), abs=1e-5)
     assert single == (5.0, 5.0, 5.0)
 
 
@@ -101,7 +104,10 @@ def test_time_grid_holds_the_latest_value_and_stops_where_the_run_ended():
 
 
 def test_windows_pool_the_seeds_per_tenth_of_the_budget():
-    runs = [SeedArm("rl", 0, [True, False, True, True], rewards=[1, 0, 1, 1]), SeedArm("rl", 1, [False] * 4, rewards=[0] * 4)]
+    runs = [
+        SeedArm("rl", 0, [True, False, True, True], rewards=[1, 0, 1, 1]),
+        SeedArm("rl", 1, [False] * 4, rewards=[0] * 4),
+    ]
     first, second = windows(runs, count=2)
     assert (first["valid"], first["attempts"], second["valid"], second["attempts"]) == (1, 4, 2, 4)
     assert second["mean_reward"] == pytest.approx(0.5)

@@ -10,9 +10,10 @@ import redis
 from practicum_test_cluster import LEASE_S, wait_for
 
 from rl_core.run_spec import RunConfig
-from webapp.runs import services
+from webapp.runs import services, studies, study_reads
 from webapp.runs.models import Attempt, Run
-from workers.coordination import supervisor_lease_key
+from webapp.runs.study_plan import Arm
+from workers.coordination import supervisor_lease_key, supervisor_queued_key
 from workers.dispatch import enqueue_supervisor
 from workers.recovery import recover_orphaned_runs
 from workers.supervision import supervise
@@ -44,6 +45,43 @@ def test_a_supervisor_in_a_thread_of_this_process_runs_the_attempts_here(run, re
     run.refresh_from_db()
     assert (run.status, run.attempts_done) == (Run.Status.FINISHED, 4)
     assert redis.Redis.from_url(redis_url).llen("sandbox") == 0
+
+
+def a_study(iris):
+    """Arms static and rl on one seed, 2 attempts each; its first run queued (and sent to the gpu queue)."""
+    arms = [Arm("static", {"updates": False}), Arm("rl")]
+    config = {"attempts": 2, "actors": 1, "batch": 2}
+    return studies.study_start(owner=None, competitions=[iris], config=config, arms=arms, seeds=1)
+
+
+def test_a_supervisor_that_drives_a_study_run_to_its_end_starts_the_studys_next(iris, redis_url):
+    study = a_study(iris)
+    first = study.runs.get()
+    assert supervise(first.id, distributed=False) == "done"
+    second = study.runs.exclude(id=first.id).get()
+    assert (second.study_arm, second.status) == ("rl", Run.Status.QUEUED)
+    sent = redis.Redis.from_url(redis_url).exists(supervisor_queued_key(second.id))
+    assert sent, "the second run's supervisor was sent to the gpu queue (workers.dispatch marks it)"
+    assert supervise(second.id, distributed=False) == "done"
+    assert study_reads.study_status(study) == "finished" and study.runs.count() == 2
+
+
+def test_a_supervisor_leaving_a_study_run_that_is_over_starts_the_next_unless_the_study_is_cancelled(
+    iris, redis_url
+):
+    study = a_study(iris)
+    first = study.runs.get()
+    services.run_cancel(run_id=first.id)
+    assert supervise(first.id) == "inactive" and study.runs.count() == 2
+    studies.study_cancel(study_id=study.id)
+    second = study.runs.exclude(id=first.id).get()
+    assert supervise(second.id) == "inactive" and study.runs.count() == 2
+
+
+def test_a_supervisor_that_finds_a_study_run_busy_starts_nothing(iris, redis_url):
+    first = a_study(iris).runs.get()
+    redis.Redis.from_url(redis_url).set(supervisor_lease_key(first.id), "the first supervisor")
+    assert supervise(first.id) == "busy" and Run.objects.count() == 1
 
 
 TAKEN_OVER_ATTEMPTS = 16

@@ -7,16 +7,23 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rl_core import studies as stats
 from rl_core.metrics import get_metric, is_better
 from rl_core.run_spec import RunConfig, settings
 from webapp.dashboards.code_diff import diff_table_html
 from webapp.runs import selectors
 from webapp.runs.models import Attempt, Run
+from webapp.runs.study_reads import seed_arm
 
 MAX_RUNS = 12
 CURVE_POINTS = 1500
 POLL_S = 3
 """How often the page asks for fresh curves while a compared run is queued or running."""
+GROUP_SMOOTHING = 0.6
+"""The exponential moving average each run's reward gets before a group's mean and band (as on a study's
+page by default)."""
+NOT_GROUPED = ("seed", "owner")
+"""What may differ inside a group: runs that differ only in these repeat one configuration."""
 
 
 def parse_run_ids(raw: str) -> list[int]:
@@ -274,6 +281,25 @@ def best_numbers(run: Run) -> dict[str, Any]:
             "duration_s": attempt.duration_s}  # fmt: skip
 
 
-def live_payload(runs: list[Run]) -> dict[str, Any]:
-    """What the page polls for while a run is active: every curve, and the best submissions' numbers."""
-    return {"curves": [run_curve(run) for run in runs], "best": [best_numbers(run) for run in runs]}
+def live_payload(runs: list[Run], *, grouped: bool = False) -> dict[str, Any]:
+    """What the page polls for while a run is active: every curve, and the best submissions' numbers; with
+    `grouped`, each settings group's reward band too."""
+    payload = {"curves": [run_curve(run) for run in runs], "best": [best_numbers(run) for run in runs]}
+    return payload | ({"groups": settings_groups(runs)} if grouped else {})
+
+
+def settings_groups(runs: list[Run]) -> list[dict[str, Any]]:
+    """The runs grouped by the settings (and competitions) that differ between them, but the seed: each
+    group's label, its runs, and its mean reward against attempts with a 95% band across its runs
+    (rl_core.studies, as a study's page draws its arms), each run smoothed by GROUP_SMOOTHING first."""
+    rows = [row for row in config_rows(runs, show_all=False) if row.field not in NOT_GROUPED]
+    members: dict[str, list[Run]] = {}
+    for i, run in enumerate(runs):
+        label = ", ".join(f"{row.label}: {row.values[i]}" for row in rows) or "the same settings"
+        members.setdefault(label, []).append(run)
+    return [group_band(label, group) for label, group in members.items()]
+
+
+def group_band(label: str, runs: list[Run]) -> dict[str, Any]:
+    curves = stats.arm_curves([seed_arm(run, arm=label) for run in runs], GROUP_SMOOTHING)
+    return {"label": label, "run_ids": [run.id for run in runs], "reward": curves["reward"]}

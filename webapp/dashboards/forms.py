@@ -16,11 +16,16 @@ from django.utils.html import format_html
 from rl_core.run_spec import Declared, RunConfig, settings
 from webapp.competitions.models import Competition
 from webapp.runs.models import Run
+from webapp.runs.study_plan import MAX_SEEDS, StudyError, parse_arms
 
 DEFAULTS = RunConfig()
 FIELD_IN_ERROR = re.compile(r"^config: (\w+):? ")
 RUN_FIELDS = ("competitions", "name", "is_public")
 """The form's fields that are the run's own, not its settings; the page shows them first."""
+STUDY_FIELDS = ("study_seeds", "study_arms")
+"""The form's fields that make it start a study instead of one run (its "Study" part)."""
+RL_AGAINST_STATIC = "static: updates=off\nrl"
+"""The arms the "RL against static" button fills in: the policy frozen, and the same run learning."""
 
 
 def form_settings() -> tuple[str, ...]:
@@ -77,6 +82,16 @@ class RunStartForm(forms.Form):
         required=False, max_length=200, help_text="Blank: named after policy and competition."
     )
     is_public = forms.BooleanField(required=False, label="Public (everyone can watch it)")
+    study_seeds = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_SEEDS, initial=1, label="Seeds",
+        help_text="1: one ordinary run. More: every arm runs once on each of seeds 0, 1, 2, ... (instead of "
+        "the Seed setting), one run after another, and a study page compares the arms.",
+    )  # fmt: skip
+    study_arms = forms.CharField(
+        required=False, label="Arms", widget=forms.Textarea(attrs={"rows": 3, "cols": 40}),
+        help_text="One arm a line: a name, then the settings it changes from those above, e.g. "
+        "'static: updates=off' then 'rl' (no changes). Empty: one arm, these settings.",
+    )  # fmt: skip
 
     def __init__(
         self, *args: Any, competitions, warm_starts: Sequence[tuple[str, str]] = (),
@@ -97,8 +112,9 @@ class RunStartForm(forms.Form):
 
     def sections(self) -> dict[str, Section]:
         """The fields grouped as the page shows them: "first" (the run's own fields, then the first
-        settings), "lm" (LM-only) and "advanced" (the rest), each in declaration order."""
-        groups: dict[str, list[str]] = {"first": list(RUN_FIELDS), "lm": [], "advanced": []}
+        settings), "lm" (LM-only), "advanced" (the rest), each in declaration order, and "study"."""
+        groups: dict[str, list[str]] = {"first": list(RUN_FIELDS), "lm": [], "advanced": [],
+                                        "study": list(STUDY_FIELDS)}  # fmt: skip
         for name in form_settings():
             groups[settings()[name].section].append(name)
         return {key: Section([self[name] for name in names]) for key, names in groups.items()}
@@ -115,7 +131,16 @@ class RunStartForm(forms.Form):
             data["config"] = RunConfig.from_dict(raw).to_dict()
         except ValueError as error:
             self.add_error(field_named_in(str(error)), str(error))
+        try:
+            data["arms"] = parse_arms(data.get("study_arms") or "") if self.is_study(data) else []
+        except StudyError as error:
+            self.add_error("study_arms", str(error))
         return data
+
+    @staticmethod
+    def is_study(data: dict[str, Any]) -> bool:
+        """Whether the form starts a study: more than one seed, or any arm given."""
+        return (data.get("study_seeds") or 1) > 1 or bool((data.get("study_arms") or "").strip())
 
     def left_blank(self, name: str, value: Any) -> bool:
         """A number or choice left empty keeps the default (or the cloned run's value), unless the setting
@@ -137,6 +162,13 @@ def field_named_in(message: str) -> str | None:
     """
     match = FIELD_IN_ERROR.match(message)
     return match.group(1) if match and match.group(1) in form_settings() else None
+
+
+def study_error_field(error: ValueError) -> str | None:
+    """The form field a refused study's error is about (webapp.runs.study_plan.StudyError's `field`)."""
+    fields = {"arms": "study_arms", "seeds": "study_seeds", "competitions": "competitions"}
+    field = getattr(error, "field", None)
+    return fields.get(field) if field in fields else field_named_in(str(error))
 
 
 def initial_from_run(run: Run) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from webapp.dashboards import (
     run_table,
     tokens,
 )
-from webapp.runs import arrival, selectors, services
-from webapp.runs.models import Attempt, Run
+from webapp.runs import arrival, selectors, services, studies, study_reads
+from webapp.runs.models import Attempt, Run, Study
 from webapp.runs.payloads import attempt_detail
 from webapp.runs.presets import PRESETS
 
@@ -136,7 +136,11 @@ def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> Http
         request.POST or None, initial=initial, competitions=visible, warm_starts=warm_starts,
         base=source.config if source else None,
     )  # fmt: skip
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid() and form.is_study(form.cleaned_data):
+        study = start_study(request, form)
+        if study is not None:
+            return redirect("dashboards:study", study_id=study.id)
+    elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             run = services.run_start(
@@ -148,8 +152,22 @@ def run_form(request: HttpRequest, *, initial: dict, source: Run | None) -> Http
         else:
             return redirect("dashboards:run", run_id=run.id)
     status = 400 if request.method == "POST" else 200
-    context = {"form": form, "source": source, "sections": form.sections(), "presets": preset_choices()}
+    context = {"form": form, "source": source, "sections": form.sections(), "presets": preset_choices(),
+               "rl_against_static": forms.RL_AGAINST_STATIC}  # fmt: skip
     return render(request, "dashboards/run_start.html", context, status=status)
+
+
+def start_study(request: HttpRequest, form: forms.RunStartForm) -> Study | None:
+    """Start the study the valid form describes, or None with the refusal shown at its field."""
+    data = form.cleaned_data
+    try:
+        return studies.study_start(
+            owner=request.user, competitions=list(data["competitions"]), config=data["config"],
+            arms=data["arms"], seeds=data["study_seeds"] or 1, name=data["name"], is_public=data["is_public"],
+        )  # fmt: skip
+    except ValueError as error:  # a quota refusal, or an arm whose settings do not go together
+        form.add_error(forms.study_error_field(error), str(error))
+        return None
 
 
 def preset_choices() -> list[dict]:
@@ -172,11 +190,13 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def compare_page(request: HttpRequest) -> HttpResponse:
-    """`/compare/?runs=1,2,3[&all=1]`: the visible runs among the first MAX_RUNS asked, side by side; the
-    page names the ids it left out and those it cannot show (missing or not visible, without saying which)."""
+    """`/compare/?runs=1,2,3[&all=1][&group=1]`: the visible runs among the first MAX_RUNS asked, side by side
+    (with `group`, also grouped by the settings that differ, each group's mean reward with a band); the page
+    names the ids it left out and those it cannot show (missing or not visible, without saying which)."""
     run_ids, dropped = compare.split_at_limit(compare.parse_run_ids(request.GET.get("runs", "")))
     runs = selectors.runs_get_visible(run_ids=run_ids, user=request.user)
     show_all = request.GET.get("all") == "1"
+    grouped = request.GET.get("group") == "1"
     competitions = visible_competitions_of(runs, request)
     charts = compare.chart_groups(runs)
     context = {
@@ -186,6 +206,8 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "max_runs": compare.MAX_RUNS,
         "run_ids": ",".join(str(r.id) for r in runs),
         "show_all": show_all,
+        "grouped": grouped,
+        "groups": compare.settings_groups(runs) if grouped else [],
         "curves": [compare.run_curve(run) for run in runs],
         "charts": charts,
         "metric_note": compare.metric_note([group["metric"] for group in charts["best"]]),
@@ -204,7 +226,7 @@ def compare_curves(request: HttpRequest) -> JsonResponse:
     visible runs among the first MAX_RUNS asked, which the page polls while any of them is active."""
     run_ids, _ = compare.split_at_limit(compare.parse_run_ids(request.GET.get("runs", "")))
     runs = selectors.runs_get_visible(run_ids=run_ids, user=request.user)
-    return JsonResponse(compare.live_payload(runs))
+    return JsonResponse(compare.live_payload(runs, grouped=request.GET.get("group") == "1"))
 
 
 def visible_competitions_of(runs: list[Run], request: HttpRequest) -> list[Competition]:
@@ -298,6 +320,55 @@ def javascript(request: HttpRequest, body: bytes) -> HttpResponse:
 @lru_cache(maxsize=16)
 def gzipped(body: bytes) -> bytes:
     return gzip.compress(body, compresslevel=9, mtime=0)
+
+
+def study_list(request: HttpRequest) -> HttpResponse:
+    """`/studies/`: the studies the user may see, newest first."""
+    rows = [study_reads.study_summary(s) for s in study_reads.studies_visible_to(user=request.user)[:200]]
+    return render(request, "dashboards/study_list.html", {"rows": rows})
+
+
+def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
+    """`/studies/<id>/`: each arm's curves with their bands over seeds, the valid rate per tenth of the
+    budget, and the test of each arm against the first, drawn from data.json (polled while it runs)."""
+    study = visible_study_or_404(request, study_id)
+    context = {"study": study, "data": study_reads.study_statistics(study), "poll_s": compare.POLL_S,
+               "can_control": may_control_study(request, study)}  # fmt: skip
+    return render(request, "dashboards/study.html", context)
+
+
+def study_data(request: HttpRequest, study_id: int) -> JsonResponse:
+    """`/studies/<id>/data.json?smoothing=0.6`: the study's statistics (study_reads.study_statistics)."""
+    study = visible_study_or_404(request, study_id)
+    try:
+        smoothing = min(max(float(request.GET.get("smoothing", "0.6")), 0.0), 0.99)
+    except ValueError:
+        smoothing = 0.6
+    return JsonResponse(study_reads.study_statistics(study, smoothing=smoothing))
+
+
+@require_POST
+@login_required
+def study_cancel(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Only the study's owner (or staff) may stop it: its active run is cancelled and no other starts."""
+    study = visible_study_or_404(request, study_id)
+    if not may_control_study(request, study):
+        return HttpResponse("Only the study's owner can cancel it.", status=403)
+    studies.study_cancel(study_id=study.id)
+    return redirect("dashboards:study", study_id=study.id)
+
+
+def may_control_study(request: HttpRequest, study: Study) -> bool:
+    """Cancelling a study is its owner's (and staff's) alone, as for a run."""
+    user = request.user
+    return user.is_authenticated and (study.owner_id == user.id or user.is_staff)
+
+
+def visible_study_or_404(request: HttpRequest, study_id: int) -> Study:
+    study = study_reads.study_get_visible(study_id=study_id, user=request.user)
+    if study is None:
+        raise Http404("No such study.")
+    return study
 
 
 def visible_run_or_404(request: HttpRequest, run_id: int) -> Run:

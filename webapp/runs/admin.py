@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.runs.models import Attempt, LearnerStep, Run
+from webapp.runs.models import Attempt, LearnerStep, Run, Study
 
 
 @admin.register(Run)
@@ -18,3 +18,9 @@ class AttemptAdmin(admin.ModelAdmin):
 @admin.register(LearnerStep)
 class LearnerStepAdmin(admin.ModelAdmin):
     list_display = ["id", "run", "version", "attempts_done", "created_at"]
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ["id", "owner", "name", "cancelled", "created_at"]
+    list_filter = ["cancelled", "is_public"]

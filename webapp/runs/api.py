@@ -19,10 +19,11 @@ from rest_framework.views import APIView
 
 from rl_core.run_spec import Declared, settings
 from webapp.competitions import selectors as competition_selectors
-from webapp.runs import selectors, services
-from webapp.runs.models import Attempt, Run
+from webapp.runs import selectors, services, studies, study_reads
+from webapp.runs.models import Attempt, Run, Study
 from webapp.runs.payloads import attempt_detail, attempt_summary, learner_step_summary, run_summary
 from webapp.runs.quotas import QuotaExceeded
+from webapp.runs.study_plan import arms_from_dicts
 
 JSON_OBJECT = OpenApiTypes.OBJECT
 
@@ -74,6 +75,26 @@ class RunSettingsSchema(OpenApiSerializerFieldExtension):
 class RunCreateSerializer(serializers.Serializer):
     competitions = serializers.ListField(child=serializers.SlugField(), allow_empty=False)
     config = RunSettingsField(required=False, default=dict, help_text="Run settings; defaults for the rest.")
+    name = serializers.CharField(required=False, allow_blank=True, default="")
+    is_public = serializers.BooleanField(default=False)
+
+
+class StudyArmSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        help_text="The arm's name: a letter or digit, then letters, digits, _ . + -."
+    )
+    settings = RunSettingsField(required=False, default=dict, help_text="The settings this arm overrides.")
+
+
+class StudyCreateSerializer(serializers.Serializer):
+    competitions = serializers.ListField(child=serializers.SlugField(), allow_empty=False)
+    config = RunSettingsField(
+        required=False, default=dict, help_text="The base settings every arm starts from."
+    )
+    arms = StudyArmSerializer(many=True, required=False, help_text="1 to 6 arms; none: one arm, the base.")
+    seeds = serializers.JSONField(
+        required=False, default=1, help_text="A count N (seeds 0..N-1) or a list of seeds, 1 to 20 of them."
+    )
     name = serializers.CharField(required=False, allow_blank=True, default="")
     is_public = serializers.BooleanField(default=False)
 
@@ -165,14 +186,9 @@ class RunList(APIView):
         # Anonymous visitors never get here: the default IsAuthenticatedOrReadOnly answers them 401.
         form = RunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        slugs = form.validated_data["competitions"]
-        competitions = [
-            competition_selectors.competition_get_visible(slug=s, user=request.user) for s in slugs
-        ]
-        missing = [s for s, c in zip(slugs, competitions, strict=True) if c is None]
-        if missing:
-            return Response({"error": f"competitions: no competition called {missing[0]!r}."}, status=400)
-        found = [c for c in competitions if c is not None]
+        found = visible_competitions(request, form.validated_data["competitions"])
+        if isinstance(found, Response):
+            return found
         try:
             run = services.run_start(
                 owner=request.user, competitions=found, config=form.validated_data["config"],
@@ -269,3 +285,72 @@ class WarmStartList(APIView):
         manifests = selectors.warm_starts_visible_to(user=request.user)
         hidden = ("path", "losses", "config", "prompt")  # server paths and bulky training detail stay home
         return Response({"results": [{k: v for k, v in m.items() if k not in hidden} for m in manifests]})
+
+
+def visible_competitions(request, slugs: list[str]):
+    """The competitions `slugs` name that the user may see, or the error Response for the first missing."""
+    found = [competition_selectors.competition_get_visible(slug=s, user=request.user) for s in slugs]
+    missing = [s for s, c in zip(slugs, found, strict=True) if c is None]
+    if missing:
+        return Response({"error": f"competitions: no competition called {missing[0]!r}."}, status=400)
+    return found
+
+
+def study_payload(study: Study) -> dict:
+    """A study as the API gives it: its definition, its runs and its statistics (study_reads)."""
+    return {"owner": study.owner.username if study.owner else None, "is_public": study.is_public,
+            "competitions": [c.slug for c in study.competitions.all()], "config": study.config,
+            "arm_settings": study.arms, **study_reads.study_statistics(study)}  # fmt: skip
+
+
+class StudyList(APIView):
+    @extend_schema(
+        operation_id="studies_list",
+        summary="Studies you may view (yours and public ones), newest first",
+        parameters=PAGES,
+        responses={200: JSON_OBJECT},
+    )
+    def get(self, request):
+        paginator = Pages()
+        page = paginator.paginate_queryset(
+            study_reads.studies_visible_to(user=request.user), request, view=self
+        )
+        return paginator.get_paginated_response([study_reads.study_summary(s) for s in page])
+
+    @extend_schema(
+        operation_id="studies_create",
+        summary="Start a study: every arm on every seed, one run after another (logged in)",
+        request=StudyCreateSerializer,
+        responses={201: JSON_OBJECT},
+    )
+    def post(self, request):
+        form = StudyCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        competitions = visible_competitions(request, data["competitions"])
+        if isinstance(competitions, Response):
+            return competitions
+        try:
+            study = studies.study_start(
+                owner=request.user, competitions=competitions, config=data["config"],
+                arms=arms_from_dicts(data.get("arms", [])), seeds=data["seeds"], name=data["name"],
+                is_public=data["is_public"],
+            )  # fmt: skip
+        except QuotaExceeded as error:
+            return Response({"error": str(error)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        except (TypeError, ValueError) as error:
+            return Response({"error": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(study_payload(study), status=status.HTTP_201_CREATED)
+
+
+class StudyDetail(APIView):
+    @extend_schema(
+        operation_id="studies_retrieve",
+        summary="One study: its arms, seeds, runs (id, arm, seed, status) and statistics",
+        responses={200: JSON_OBJECT},
+    )
+    def get(self, request, study_id: int):
+        study = study_reads.study_get_visible(study_id=study_id, user=request.user)
+        if study is None:
+            raise Http404
+        return Response(study_payload(study))

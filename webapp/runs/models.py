@@ -1,9 +1,36 @@
-"""Runs, their attempts, and the learner's steps. Rows change only through webapp.runs.services."""
+"""Runs, their attempts, the learner's steps, and studies (seeds × arms of runs). Rows change only through
+webapp.runs.services and webapp.runs.studies."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+
+
+class Study(models.Model):
+    """N seeds × some arms of one base configuration: every (seed, arm) is a Run of `runs`, made one at a time
+    in seed-major order (webapp.runs.studies). Its status is derived from those runs (study_reads)."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="studies"
+    )
+    competitions = models.ManyToManyField("competitions.Competition", related_name="studies")
+    name = models.CharField(max_length=200, blank=True)
+    is_public = models.BooleanField(default=False)
+    config = models.JSONField(default=dict, help_text="The base run settings every arm starts from.")
+    arms = models.JSONField(
+        default=list, help_text='[{"name": ..., "settings": {...}}]: each arm\'s overrides.'
+    )
+    seeds = models.JSONField(default=list, help_text="The seeds every arm runs on.")
+    cancelled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return f"study {self.pk} ({self.name})"
 
 
 class Run(models.Model):
@@ -62,6 +89,8 @@ class Run(models.Model):
         blank=True,
         help_text="Where the run's warm-start (fine-tuning) phase is, if it has one.",
     )
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    study_arm = models.CharField(max_length=40, blank=True, help_text="The study arm this run is.")
     event_seq = models.PositiveBigIntegerField(default=0, help_text="Sequence number of the last live event.")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

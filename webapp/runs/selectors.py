@@ -38,12 +38,17 @@ MAX_METRIC_POINTS = 500
 
 def runs_visible_to(*, user: User | AnonymousUser) -> QuerySet[Run]:
     """The user's own runs and public ones; staff see all."""
-    runs = Run.objects.all()
+    return visible_to(Run.objects.all(), user=user)
+
+
+def visible_to(rows: QuerySet[Any], *, user: User | AnonymousUser) -> QuerySet[Any]:
+    """Of `rows` (runs or studies: an owner and is_public each), the user's own and the public ones; staff see
+    all."""
     if user.is_authenticated and user.is_staff:
-        return runs
+        return rows
     if user.is_authenticated:
-        return runs.filter(Q(is_public=True) | Q(owner=user))
-    return runs.filter(is_public=True)
+        return rows.filter(Q(is_public=True) | Q(owner=user))
+    return rows.filter(is_public=True)
 
 
 def run_get_visible(*, run_id: int, user: User | AnonymousUser) -> Run | None:

@@ -15,7 +15,7 @@ from rl_core.run_spec import RunConfig
 from webapp.competitions.models import Competition
 from webapp.competitions.selectors import competition_validation_refusal
 from webapp.runs import dispatch, events, quotas
-from webapp.runs.models import Attempt, LearnerStep, Run
+from webapp.runs.models import Attempt, LearnerStep, Run, Study
 from webapp.runs.payloads import attempt_summary, learner_step_summary, run_summary
 from webapp.runs.selectors import FINAL_KIND
 from webapp.runs.warmstarts import warm_start_check
@@ -31,6 +31,8 @@ def run_create(
     is_public: bool = False,
     cloned_from: Run | None = None,
     warm_start_from: Run | None = None,
+    study: Study | None = None,
+    study_arm: str = "",
 ) -> Run:
     if not competitions:
         raise ValueError("A run needs at least one competition.")
@@ -43,6 +45,8 @@ def run_create(
             is_public=is_public,
             cloned_from=cloned_from,
             warm_start_from=warm_start_from,
+            study=study,
+            study_arm=study_arm,
         )
         run.competitions.set(competitions)
         events.publish(run.id, "run", {"run": run_summary(run)})

@@ -2,10 +2,13 @@
 // from the page), against attempts, wall-clock or cumulative executor-seconds (switchable without a
 // reload). While any compared run is queued or running, the page polls the curves URL for the active runs
 // every few seconds, redraws with Plotly.react (zoom and pan kept) and refreshes the best submissions'
-// numbers; it stops once every run is inactive. window.practicum counts draws (charts) and applied polls (updates).
+// numbers; it stops once every run is inactive. With grouping on, a chart draws each settings group's mean
+// reward with its 95% band across the group's runs (webapp.dashboards.compare.settings_groups).
+// window.practicum counts draws (charts) and applied polls (updates).
 (function () {
   let curves = JSON.parse(document.getElementById("curves").textContent);
   const groups = JSON.parse(document.getElementById("charts").textContent);
+  let settingsGroups = JSON.parse(document.getElementById("groups").textContent);
   const script = document.currentScript;
   const live = document.getElementById("compare-live");
   const pollMs = 1000 * Number(live.dataset.pollS || 3);
@@ -38,7 +41,25 @@
         x: c.points.map((p) => p[x]), y: rolling(c.points.map((p) => p.reward), 10), mode: "lines", name: c.label,
       })), layout(g.axis, x), config);
     }
+    if (script.dataset.grouped) drawGroups();
     window.practicum.charts += 1;
+  }
+
+  // Each group: its band (upper edge, then the lower edge filled up to it) and its mean line; points are
+  // [mean, low, high], or null where none of its runs has reached that attempt.
+  function drawGroups() {
+    const traces = settingsGroups.flatMap((g) => {
+      const xs = g.reward.map((_, i) => i + 1);
+      const pick = (i) => g.reward.map((p) => (p === null ? null : p[i]));
+      const edge = { x: xs, mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false, legendgroup: g.label };
+      const runs = `${g.run_ids.length} run${g.run_ids.length === 1 ? "" : "s"}`;
+      return [
+        { ...edge, y: pick(2) },
+        { ...edge, y: pick(1), fill: "tonexty" },
+        { x: xs, y: pick(0), mode: "lines", legendgroup: g.label, name: `${g.label}: mean over ${runs}, band: 95% interval` },
+      ];
+    });
+    Plotly.react("chart-groups", traces, layout("reward", "finished"), config);
   }
 
   function rolling(values, n) {
@@ -81,11 +102,14 @@
   async function poll() {
     const active = curves.filter((c) => c.active).map((c) => c.id);
     try {
-      const url = `${script.dataset.curvesUrl}?runs=${active.join(",")}`;
+      const grouped = script.dataset.grouped;  // a group's band needs all of its runs, finished ones too
+      const asked = grouped ? curves.map((c) => c.id) : active;
+      const url = `${script.dataset.curvesUrl}?runs=${asked.join(",")}${grouped ? "&group=1" : ""}`;
       const response = await fetch(url, { headers: { Accept: "application/json" } });
       if (response.ok) {
         const data = await response.json();
-        curves = curves.map((c) => fresher(c, active, data.curves));
+        curves = curves.map((c) => fresher(c, asked, data.curves));
+        if (data.groups) settingsGroups = data.groups;
         draw();
         showBest(data.best);
         window.practicum.updates += 1;

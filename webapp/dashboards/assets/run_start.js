@@ -1,6 +1,7 @@
 // The start-a-run form: preset buttons fill in their fields, the language-model settings show only when
-// the policy is a language model, and a search box filters the competitions' ticks by name or slug (ticked
-// ones stay in sight). Without this script every field is shown and nothing is lost.
+// the policy is a language model, the "RL against static" button fills in a study's arms, and a search box
+// filters the competitions' ticks by name or slug (ticked ones stay in sight). Without this script every
+// field is shown and nothing is lost.
 (function () {
   "use strict";
   const form = document.getElementById("run-form");
@@ -54,6 +55,15 @@
     filterCompetitions();
   }
 
+  // "RL against static": two arms, the policy frozen and the same run learning, on at least 2 seeds.
+  function fillRlAgainstStatic(button) {
+    document.getElementById("id_study_arms").value = button.dataset.arms;
+    const seeds = document.getElementById("id_study_seeds");
+    if (Number(seeds.value || 1) < 2) seeds.value = "2";
+  }
+
+  const rlAgainstStatic = document.getElementById("rl-against-static");
+  if (rlAgainstStatic) rlAgainstStatic.addEventListener("click", () => fillRlAgainstStatic(rlAgainstStatic));
   document.querySelectorAll("button.preset").forEach((button) => {
     button.addEventListener("click", () => applyPreset(button.dataset.preset));
   });

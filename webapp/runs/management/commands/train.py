@@ -19,6 +19,10 @@ first. `--seed-baseline [--baseline-program FILE]` seeds each competition's impr
 program (default: the simplest grammar program) when it is valid. `--instrumenter lm` (LM policy only) has the
 frozen base model insert the progress markers, checked against the AST (the rules' markers run where its
 version is refused). Every run setting has an option (`--help`), derived from rl_core.run_spec.
+`--study-seeds N` and `--study-arm "static: updates=off"` (repeatable) make a study instead
+(webapp.runs.studies): every arm on seeds 0..N-1, driven here one run after another; it prints {"study_id",
+"runs": [{"run_id", "arm", "seed", "status", "attempts", "valid_rate"}], "tests"} (each arm against the first:
+rl_core.studies.ArmTest.as_dict(), with its verdict in words).
 Exit 2 with one line on stderr for bad input.
 """
 
@@ -32,11 +36,12 @@ from django.contrib.auth import get_user_model
 from rl_core.run_spec import Declared, RunConfig, run_ids, settings
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
-from webapp.runs import selectors, services, warmstarts
+from webapp.runs import selectors, services, studies, study_reads, warmstarts
 from webapp.runs.dispatch import dispatcher
-from webapp.runs.models import Run
+from webapp.runs.models import Run, Study
 from webapp.runs.progress import ProgressObserver
 from webapp.runs.selectors import EVAL_PREFIX
+from webapp.runs.study_plan import parse_arms
 
 DEFAULTS = RunConfig()
 FILE_SETTINGS = ("baseline_program",)
@@ -53,37 +58,99 @@ class Command(JsonCommand):
         parser.add_argument("--owner", help="username owning the run (default: none)")
         parser.add_argument("--public", action="store_true")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run")
+        parser.add_argument("--study-seeds", type=int, metavar="N", help="a study: every arm on seeds 0..N-1")
+        parser.add_argument(
+            "--study-arm", action="append", default=[], metavar="'NAME: SETTING=VALUE, ...'",
+            help="a study arm: a name and the settings it changes (repeatable; none: one arm, the options)",
+        )  # fmt: skip
 
     def run(self, **options):
+        if options["study_seeds"] is not None or options["study_arm"]:
+            return self.run_study(create_study(options))
         run = resume_run(options["resume"]) if options["resume"] else create_run(options)
-        config = RunConfig.from_dict(run.config)
         started = time.monotonic()
+        self.drive(run)
+        run.refresh_from_db()
+        attempts, valid_rate = training_counts(run)
+        return {
+            "run_id": run.id,
+            "status": run.status,
+            "attempts": attempts,
+            "best_score": run.best_score,
+            "best_attempt_id": run.best_attempt_id,
+            "valid_rate": valid_rate,
+            "wall_s": round(time.monotonic() - started, 3),
+            "evaluation": selectors.run_evaluation(run=run),
+            "reward_source": run.config.get("reward_source", "hidden"),
+            "final_score": run.final_score,
+            "final_valid": run.final_valid,
+        }
+
+    def drive(self, run: Run) -> None:
+        """Drive the run to its end here, with a progress bar on stderr."""
+        config = RunConfig.from_dict(run.config)
         self.progress(
             f"Run {run.id}: {config.policy} policy on {', '.join(c.slug for c in run.competitions.all())}"
         )
         total = config.attempts + (2 * run.competitions.count() if config.final_evaluation else 0)
         dispatcher().drive(run.id, observer_wrapper=lambda o: ProgressObserver(
             o, total=total, capacity=config.actors))  # fmt: skip
-        run.refresh_from_db()
-        finished = (
-            run.attempts.exclude(status="running")
-            .exclude(prompt_kind__startswith=EVAL_PREFIX)
-            .exclude(prompt_kind=selectors.FINAL_KIND)
-        )
-        valid = finished.filter(valid=True).count()
-        return {
-            "run_id": run.id,
-            "status": run.status,
-            "attempts": finished.count(),
-            "best_score": run.best_score,
-            "best_attempt_id": run.best_attempt_id,
-            "valid_rate": valid / finished.count() if finished.count() else 0.0,
-            "wall_s": round(time.monotonic() - started, 3),
-            "evaluation": selectors.run_evaluation(run=run),
-            "reward_source": config.reward_source,
-            "final_score": run.final_score,
-            "final_valid": run.final_valid,
-        }
+
+    def run_study(self, study: Study) -> dict:
+        """Drive each of the study's runs here, one after another, then summarise them and the tests."""
+        run: Run | None = study.runs.get()
+        while run is not None:
+            self.progress(f"Study {study.id}: arm {run.study_arm}, seed {run.config['seed']}")
+            self.drive(run)
+            study.refresh_from_db()
+            run = None if study.cancelled else studies.study_next_run(study)
+        rows = []
+        for each in study_reads.study_runs(study):
+            attempts, valid_rate = training_counts(each)
+            rows.append({"run_id": each.id, "arm": each.study_arm, "seed": each.config["seed"],
+                         "status": each.status, "attempts": attempts, "valid_rate": valid_rate})  # fmt: skip
+        return {"study_id": study.id, "runs": rows, "tests": study_reads.study_statistics(study)["tests"]}
+
+
+def training_counts(run: Run) -> tuple[int, float]:
+    """The run's finished training attempts (no evaluation, no final grading) and their valid rate."""
+    finished = (
+        run.attempts.exclude(status="running")
+        .exclude(prompt_kind__startswith=EVAL_PREFIX)
+        .exclude(prompt_kind=selectors.FINAL_KIND)
+    )
+    count = finished.count()
+    return count, finished.filter(valid=True).count() / count if count else 0.0
+
+
+def create_study(options) -> Study:
+    """The study the options describe, created with its first run (admitted once under the owner's quota);
+    BadInput naming what is wrong otherwise."""
+    if options["resume"]:
+        raise BadInput("--resume: resumes one run; it does not go with --study-seeds or --study-arm.")
+    competitions = check_competitions(options["slugs"])
+    owner = check_owner(options["owner"])
+    try:
+        config = RunConfig.from_dict(config_fields(options))
+        seeds = 1 if options["study_seeds"] is None else options["study_seeds"]
+        return studies.study_admit_create(
+            owner=owner, competitions=competitions, config=config.to_dict(), is_public=options["public"],
+            arms=parse_arms("\n".join(options["study_arm"])), seeds=seeds,
+        )  # fmt: skip
+    except ValueError as error:  # a bad field or arm, a warm start that does not fit, or a quota refusal
+        raise BadInput(study_option_message(str(error))) from None
+
+
+def study_option_message(message: str) -> str:
+    """A study's refusal in the options' words.
+
+    >>> study_option_message("arms: arm 'x': unknown setting 'y'.")
+    "--study-arm: arm 'x': unknown setting 'y'."
+    """
+    for field, flag in (("arms: ", "--study-arm: "), ("seeds: ", "--study-seeds: ")):
+        if message.startswith(field):
+            return flag + message.removeprefix(field)
+    return option_message(message)
 
 
 def create_run(options) -> Run:
