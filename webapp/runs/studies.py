@@ -67,8 +67,11 @@ def study_admit_create(
 
 
 def default_name(arms: list[Arm], seeds: list[int]) -> str:
-    """>>> default_name([Arm("static"), Arm("rl")], [0, 1])
-    'static vs rl × 2 seeds'"""
+    """The name a study gets when it is given none: its arms and how many seeds.
+
+    >>> default_name([Arm("static"), Arm("rl")], [0, 1])
+    'static vs rl × 2 seeds'
+    """
     return f"{' vs '.join(arm.name for arm in arms)} × {len(seeds)} seed{'s' if len(seeds) > 1 else ''}"
 
 
