@@ -12,7 +12,9 @@ The design (seeds, budget, endpoints, test) is written down in docs/benchmarks.m
 Pieces: every (seed, arm) run is saved to its own JSON file under --pieces (default var/bench/rl_vs_static/
 <the configuration's hash>/) the moment it finishes, with every attempt's record; a later invocation with the
 same configuration loads the saved pieces and runs only the missing ones, so the study is finished in several
-sittings (`--stop-after N`: run at most N new pieces in this sitting). Pieces run seed by seed, static then
+sittings (`--stop-after N`: run at most N new pieces in this sitting). The study keeps its pieces in git,
+under bench/results/rl_vs_static_pieces/ (about 40 kB each), so that a sitting on another machine resumes
+them; a folder holding another configuration's pieces is refused. Pieces run seed by seed, static then
 rl. The summary (--json; the committed one is bench/results/rl_vs_static.json) holds no per-attempt records.
 
 Primary endpoint: the valid rate over the attempts after each seed's first update (positions in finish order
@@ -132,7 +134,11 @@ def run_study(
     """Every saved piece of `config` under `folder`, plus the missing ones run by `run_piece` (at most
     `stop_after` of them), each saved the moment it finishes (written whole, then renamed)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    written = json.dumps(config, indent=2, sort_keys=True) + "\n"
+    saved = folder / "config.json"
+    if saved.exists() and json.loads(saved.read_text()) != json.loads(written):
+        raise SystemExit(f"{folder} holds another configuration's pieces ({saved}); choose another --pieces.")
+    saved.write_text(written)
     pieces, ran = {}, 0
     for seed, arm in planned(config):
         path = piece_path(folder, seed, arm)
@@ -303,11 +309,21 @@ def main() -> None:
     started = time.monotonic()
     pieces = run_study(config, folder, piece_runner(config), stop_after=args.stop_after)
     results = analyse(pieces, config)
-    results["pieces"] = {"folder": str(folder), "saved": len(pieces), "planned": len(planned(config))}
+    results["pieces"] = {"folder": str(folder), "saved": len(pieces), "planned": len(planned(config)),
+                         "finished": [progress(piece) for piece in pieces.values()]}  # fmt: skip
     results["sitting_wall_s"] = time.monotonic() - started
     write_json(args.json, benchmark="rl_vs_static", machine=machine_info(), config=config,
                targets={}, results=results)  # fmt: skip
     report(results, config)
+
+
+def progress(piece: Piece) -> dict[str, Any]:
+    """A saved piece in a line of the summary: what has run so far (progress, not a result)."""
+    records = piece["records"]
+    return {
+        "seed": piece["seed"], "arm": piece["arm"], "attempts": len(records),
+        "valid": sum(r["valid"] for r in records), "updates": piece["updates"], "wall_s": piece["wall_s"],
+    }  # fmt: skip
 
 
 def report(results: Mapping[str, Any], config: Mapping[str, Any]) -> None:

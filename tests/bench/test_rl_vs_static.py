@@ -85,6 +85,29 @@ def test_only_seeds_with_both_arms_are_tested(bench):
     assert results["arms"]["static"]["attempts_after_first_update"] == 2
 
 
+def test_a_folder_holding_another_configurations_pieces_is_refused_before_anything_runs(bench, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG | {"attempts_per_seed": 99}))
+
+    def never(seed, arm):
+        raise AssertionError("nothing may run")
+
+    with pytest.raises(SystemExit, match="another configuration"):
+        bench.run_study(CONFIG, tmp_path, never)
+
+
+def test_saved_pieces_are_loaded_and_only_the_missing_ones_run(bench, tmp_path):
+    bench.run_study(CONFIG, tmp_path, lambda seed, arm: piece(seed, arm, [True, False], [0, 0]), stop_after=1)
+    ran = []
+
+    def record_run(seed, arm):
+        ran.append((seed, arm))
+        return piece(seed, arm, [True, True], [0, 1])
+
+    pieces = bench.run_study(CONFIG, tmp_path, record_run)
+    assert ran == [(0, "rl"), (1, "static"), (1, "rl")]
+    assert pieces[(0, "static")]["records"][1]["valid"] is False, "the saved piece, not a new one"
+
+
 def run_bench(out: Path, pieces: Path, *more: str) -> str:
     command = [sys.executable, "rl_vs_static.py", "--policy", "grammar", "--seeds", "2", "--attempts", "4",
                "--json", str(out), "--pieces", str(pieces), *more]  # fmt: skip
@@ -101,6 +124,8 @@ def comparable(path: Path) -> dict:
         arm.pop("seconds_per_attempt")
     results.pop("sitting_wall_s")
     results["pieces"].pop("folder")
+    for piece in results["pieces"]["finished"]:
+        piece.pop("wall_s")
     return {"config": document["config"], "results": results}
 
 

@@ -96,6 +96,7 @@ class VLLMSampler:
                 logprobs_mode="processed_logprobs",
                 max_logprobs=1,
                 **memory,
+                **whole_prompts(settings.max_prompt_tokens + settings.max_new_tokens),
             )
         return self._llm
 
@@ -132,6 +133,17 @@ class VLLMSampler:
                 use_threads(settings.threads)
             outputs = self.llm().generate(prompts, params, use_tqdm=False)
         return [list(out.outputs[0].token_ids) for out in outputs], [_logprobs(out) for out in outputs]
+
+
+def whole_prompts(max_model_len: int) -> dict[str, Any]:
+    """On a CPU, each prompt prefilled in one step, never in chunks. vLLM 0.32 rewinds a seeded request's
+    random generator after a step that prefilled only part of its prompt, and a CPU generator cannot rewind
+    ("CPU Generator does not use offset"): with chunked prefill, a draw whose prompts pass the step's token
+    budget (2,048) crashed the sampler (issue 27's study, 47 attempts into a run). The step's budget is then
+    at least the longest sequence, as vLLM requires. On a GPU, vLLM's defaults."""
+    if torch.cuda.is_available():
+        return {}
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(max_model_len, 8192)}
 
 
 def _logprobs(output: Any) -> list[float]:

@@ -131,3 +131,21 @@ def test_a_draw_waits_for_whoever_holds_the_weights_lock(policy):
         assert not done.wait(3.0), "the draw read the weights while the lock was held"
     drawer.join(60)
     assert done.is_set()
+
+
+def test_a_draw_whose_prompts_pass_one_steps_token_budget_samples_with_seeds_on_a_cpu(model_folder):
+    """Three seeded prompts of 1,500 tokens: more than vLLM's 2,048-token step, so with chunked prefill one
+    is prefilled in parts, and vLLM 0.32 then rewinds its CPU generator and fails ("CPU Generator does not
+    use offset"; issue 27's study crashed so). The sampler prefills whole prompts on a CPU instead."""
+    from rl_core.policies.lm.vllm_engine import VLLMSampler, VLLMSettings
+
+    sampler = VLLMSampler(VLLMSettings(
+        model_path=model_folder, temperature=0.7, top_p=1.0, max_new_tokens=4, max_prompt_tokens=1600,
+        stop_token_ids=(), dtype="float32", kv_cache_gib=0.05,
+    ))  # fmt: skip
+    prompts = [[5 + (i * 7 + row) % 40 for i in range(1500)] for row in range(3)]
+    ids, logprobs = sampler.generate(prompts, seed=11)
+    assert [len(row) for row in ids] == [4, 4, 4]
+    assert all(len(lp) == 4 and all(v <= 0 for v in lp) for lp in logprobs)
+    again, _ = sampler.generate(prompts, seed=11)
+    assert again == ids, "seeded draws repeat"
