@@ -11,22 +11,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-Z_95 = 1.959963984540054
-"""The standard normal's 97.5th percentile: a two-sided 95% interval."""
-
-
-def wilson_interval(successes: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion (independent trials assumed).
-
-    >>> [round(x, 3) for x in wilson_interval(5, 10)]
-    [0.237, 0.763]
-    """
-    if n == 0:
-        return (0.0, 1.0)
-    p, z2 = successes / n, Z_95**2
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z_95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (centre - half, centre + half)
+from rl_core.studies import wilson_interval  # noqa: F401  (the benchmarks' and the product's one definition)
 
 
 def fisher_exact_p(a_successes: int, a_n: int, b_successes: int, b_n: int) -> float:
