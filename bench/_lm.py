@@ -250,6 +250,16 @@ def warm_start(
     return folder, read_manifest(folder) or {}
 
 
+def warm_start_fingerprint(folder: Path) -> str:
+    """The first 16 hex digits of the sha256 of a warm start's weight files: two builds that trained the same
+    weights share it (the manifest, which holds the build's time, and the adapter's config, which holds
+    local paths, play no part)."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in folder.rglob("*") if p.suffix in (".safetensors", ".bin")):
+        digest.update(file.relative_to(folder).as_posix().encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def build_warm_start(tasks: Sequence[BundledTask], settings: LMSettings, folder: Path) -> None:
     from rl_core.executors import LocalExecutor
     from rl_core.seed_programs import previous_solutions

@@ -15,7 +15,10 @@ same configuration loads the saved pieces and runs only the missing ones, so the
 sittings (`--stop-after N`: run at most N new pieces in this sitting). The study keeps its pieces in git,
 under bench/results/rl_vs_static_pieces/ (about 40 kB each), so that a sitting on another machine resumes
 them; a folder holding another configuration's pieces is refused. Pieces run seed by seed, static then
-rl. The summary (--json; the committed one is bench/results/rl_vs_static.json) holds no per-attempt records.
+rl. Each piece records the fingerprint of its warm start (a new machine builds it anew, and builds differ):
+a seed's arms must share one, so a sitting refuses to run a seed begun from another and ends best on a seed
+boundary. The summary (--json; the committed one is bench/results/rl_vs_static.json) holds no per-attempt
+records.
 
 Primary endpoint: the valid rate over the attempts after each seed's first update (positions in finish order
 from the first attempt the rl arm drew with an updated policy; the static arm counted at the same positions),
@@ -55,6 +58,7 @@ from _lm import (
     run_arm,
     tasks_for,
     warm_start,
+    warm_start_fingerprint,
 )
 
 from rl_core.studies import SeedArm, compare_arms, seed_counts, wilson_interval, windows
@@ -130,9 +134,12 @@ def run_study(
     run_piece: Callable[[int, str], Piece],
     *,
     stop_after: int | None = None,
+    warm_start: str | None = None,
 ) -> dict[tuple[int, str], Piece]:
     """Every saved piece of `config` under `folder`, plus the missing ones run by `run_piece` (at most
-    `stop_after` of them), each saved the moment it finishes (written whole, then renamed)."""
+    `stop_after` of them), each saved the moment it finishes (written whole, then renamed). `warm_start`:
+    the fingerprint of the warm start `run_piece` begins from; a seed whose saved pieces began from another is
+    refused before its missing piece runs (a seed's arms must share their start)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = json.dumps(config, indent=2, sort_keys=True) + "\n"
     saved = folder / "config.json"
@@ -147,6 +154,7 @@ def run_study(
             continue
         if stop_after is not None and ran >= stop_after:
             continue
+        check_same_start(seed, warm_start, pieces)
         print(f"[seed {seed}] {arm} ...", flush=True)
         piece = run_piece(seed, arm)
         partial = path.with_suffix(".partial")
@@ -157,20 +165,44 @@ def run_study(
     return pieces
 
 
-def piece_runner(config: Mapping[str, Any]) -> Callable[[int, str], Piece]:
-    """What runs one piece of `config`: the real loop, sandboxes and policy."""
+def check_same_start(seed: int, warm_start: str | None, pieces: Mapping[tuple[int, str], Piece]) -> None:
+    """Refuse to run a piece of `seed` from `warm_start` when a saved piece of that seed began from another.
+
+    >>> check_same_start(1, "ab", {(0, "rl"): {"warm_start": "cd"}, (1, "static"): {"warm_start": "ab"}})
+    >>> check_same_start(0, "ab", {(0, "static"): {"warm_start": "cd"}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    SystemExit: seed 0's saved static piece began from warm start cd and this sitting's is ab: ...
+    """
+    for (saved_seed, arm), piece in pieces.items():
+        if saved_seed == seed and piece.get("warm_start") != warm_start:
+            raise SystemExit(
+                f"seed {seed}'s saved {arm} piece began from warm start {piece.get('warm_start')} and this "
+                f"sitting's is {warm_start}: a seed's arms must share their start. Run this seed on the "
+                "machine that built that warm start, or delete the seed's saved pieces to run it again whole."
+            )
+
+
+def study_warm_start(config: Mapping[str, Any]) -> Path | None:
+    """The warm start every LM piece begins from (built here on first use; None for the grammar policy)."""
+    if config["policy"] == "grammar":
+        return None
+    shared = replace(LMSettings(**config["settings"]), rl_lr=LMSettings.rl_lr)  # no part in the warm start
+    return warm_start(tasks_for(config["slugs"]), shared)[0]
+
+
+def piece_runner(config: Mapping[str, Any], adapter: Path | None) -> Callable[[int, str], Piece]:
+    """What runs one piece of `config` from the warm start `adapter`: the real loop, sandboxes and policy."""
     settings = LMSettings(**config["settings"])
     path = replace(PATHS["new"], **config["path"])
     tasks = tasks_for(config["slugs"])
-    shared = replace(settings, rl_lr=LMSettings.rl_lr)  # the RL rate plays no part in the warm start
-    adapter = None if config["policy"] == "grammar" else warm_start(tasks, shared)[0]
+    fingerprint = adapter and warm_start_fingerprint(adapter)
 
     def run_piece(seed: int, arm: str) -> Piece:
         policy = grammar_policy(seed) if config["policy"] == "grammar" else path_policy(
             settings, path, adapter=adapter, seed=seed)  # fmt: skip
         result = run_arm(arm, policy, tasks, settings, attempts=config["attempts_per_seed"],
                          learn=arm == "rl", seed=seed, path=path)  # fmt: skip
-        return piece_of(result, seed)
+        return piece_of(result, seed, fingerprint)
 
     return run_piece
 
@@ -184,11 +216,13 @@ def grammar_policy(seed: int) -> Any:
     return GrammarPolicy()
 
 
-def piece_of(result: ArmResult, seed: int) -> Piece:
+def piece_of(result: ArmResult, seed: int, warm_start: str | None = None) -> Piece:
+    """A finished run as a piece; `warm_start`: the fingerprint of the warm start it began from. The machine
+    (with the code's commit) is recorded too: a sitting on other code is visible in the pieces."""
     return {
         "seed": seed, "arm": result.name, "records": [asdict(r) for r in result.records],
         "wall_s": result.wall_s, "updates": result.updates, "update_metrics": result.update_metrics,
-        "tokens_per_s": result.tokens_per_s,
+        "tokens_per_s": result.tokens_per_s, "warm_start": warm_start, "machine": machine_info(),
     }  # fmt: skip
 
 
@@ -214,6 +248,7 @@ def analyse(pieces: Mapping[tuple[int, str], Piece], config: Mapping[str, Any]) 
     }
     results: dict[str, Any] = {
         "seeds_complete": complete,
+        "warm_start_by_seed": warm_start_by_seed(pieces),
         "arms": {arm: arm_results(arm, pieces, complete, counted, config) for arm in arms},
     }
     tests = compare_arms([r for r in runs if r.seed in complete], arms, after_first_update=True)
@@ -227,6 +262,23 @@ def analyse(pieces: Mapping[tuple[int, str], Piece], config: Mapping[str, Any]) 
             "seed_difference_p": test["seed_difference_p"],
         }  # fmt: skip
     return results
+
+
+def warm_start_by_seed(pieces: Mapping[tuple[int, str], Piece]) -> dict[int, str | None]:
+    """Each seed's warm start (its fingerprint; None for the grammar policy). Seeds may differ (a sitting on
+    another machine builds the warm start anew, and the test's strata are the seeds), a seed's arms may not:
+    then the seed compares more than RL against static, and the analysis is refused.
+
+    >>> warm_start_by_seed({(0, "static"): {"warm_start": "ab"}, (0, "rl"): {"warm_start": "ab"},
+    ...                     (1, "static"): {"warm_start": "cd"}})
+    {0: 'ab', 1: 'cd'}
+    """
+    found: dict[int, str | None] = {}
+    for (seed, _arm), piece in pieces.items():
+        if seed in found and found[seed] != piece.get("warm_start"):
+            raise SystemExit(f"seed {seed}'s arms began from different warm starts, so it cannot be compared")
+        found[seed] = piece.get("warm_start")
+    return found
 
 
 def arm_results(
@@ -307,7 +359,11 @@ def main() -> None:
     config = study_config(args)
     folder = args.pieces or pieces_folder(config)
     started = time.monotonic()
-    pieces = run_study(config, folder, piece_runner(config), stop_after=args.stop_after)
+    adapter = study_warm_start(config)
+    fingerprint = adapter and warm_start_fingerprint(adapter)
+    pieces = run_study(
+        config, folder, piece_runner(config, adapter), stop_after=args.stop_after, warm_start=fingerprint
+    )
     results = analyse(pieces, config)
     results["pieces"] = {"folder": str(folder), "saved": len(pieces), "planned": len(planned(config)),
                          "finished": [progress(piece) for piece in pieces.values()]}  # fmt: skip
@@ -323,6 +379,7 @@ def progress(piece: Piece) -> dict[str, Any]:
     return {
         "seed": piece["seed"], "arm": piece["arm"], "attempts": len(records),
         "valid": sum(r["valid"] for r in records), "updates": piece["updates"], "wall_s": piece["wall_s"],
+        "warm_start": piece.get("warm_start"),
     }  # fmt: skip
 
 

@@ -85,6 +85,51 @@ def test_only_seeds_with_both_arms_are_tested(bench):
     assert results["arms"]["static"]["attempts_after_first_update"] == 2
 
 
+def test_a_seeds_arms_from_different_warm_starts_are_not_compared_but_seeds_may_differ(bench):
+    pieces = {
+        (0, "static"): piece(0, "static", [True, False, True, False], [0] * 4) | {"warm_start": "aaaa"},
+        (0, "rl"): piece(0, "rl", [True, False, True, True], [0, 0, 1, 1]) | {"warm_start": "bbbb"},
+    }
+    with pytest.raises(SystemExit, match="different warm starts"):
+        bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
+    pieces[(0, "rl")]["warm_start"] = "aaaa"
+    pieces[(1, "static")] = piece(1, "static", [True, False, False, False], [0] * 4) | {"warm_start": "cccc"}
+    pieces[(1, "rl")] = piece(1, "rl", [True, False, True, False], [0, 0, 1, 1]) | {"warm_start": "cccc"}
+    results = bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
+    assert results["warm_start_by_seed"] == {0: "aaaa", 1: "cccc"}
+    assert results["seeds_complete"] == [0, 1]
+
+
+def test_a_sitting_from_another_warm_start_refuses_a_seed_begun_elsewhere_before_running_it(bench, tmp_path):
+    def from_a(seed, arm):
+        return piece(seed, arm, [True], [0]) | {"warm_start": "aaaa"}
+
+    bench.run_study(CONFIG, tmp_path, from_a, stop_after=1, warm_start="aaaa")
+
+    def never(seed, arm):
+        raise AssertionError("nothing may run")
+
+    with pytest.raises(SystemExit, match="seed 0's saved static piece began from warm start aaaa"):
+        bench.run_study(CONFIG, tmp_path, never, warm_start="bbbb")
+
+
+def test_a_warm_starts_fingerprint_is_its_weights_alone(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    try:
+        fingerprint = importlib.import_module("_lm").warm_start_fingerprint
+    finally:
+        sys.path.remove(str(BENCH))
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, built_at in ((first, "monday"), (second, "tuesday")):
+        folder.mkdir()
+        (folder / "adapter_model.safetensors").write_bytes(b"weights")
+        (folder / "warmstart.json").write_text(json.dumps({"created_at": built_at}))
+        (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(folder)}))
+    assert fingerprint(first) == fingerprint(second)
+    (second / "adapter_model.safetensors").write_bytes(b"other weights")
+    assert fingerprint(first) != fingerprint(second)
+
+
 def test_a_folder_holding_another_configurations_pieces_is_refused_before_anything_runs(bench, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(CONFIG | {"attempts_per_seed": 99}))
 
