@@ -11,7 +11,8 @@ user within quota holds at most PRACTICUM_MAX_IN_FLIGHT_PER_USER of its messages
 with that limit at or below (sandbox slots / users expected at once) nobody waits behind one user's
 backlog. Runs without an owner (`manage.py train` without --owner, the operator's) are not limited.
 Concurrent starts by one user are serialised by locking their user row, so two requests cannot both
-take the last slot.
+take the last slot. A study counts as one active run from its start to its last run's end, between its runs
+too (webapp.runs.studies).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from rl_core.run_spec import RunConfig
-from webapp.runs import selectors
+from webapp.runs import selectors, study_reads
+from webapp.runs.models import Study
 
 
 class QuotaExceeded(ValueError):
@@ -54,9 +56,13 @@ def user_quota() -> Quota:
 
 
 def user_usage(*, owner) -> Usage:
-    active = selectors.runs_active().filter(owner=owner)
-    configs = list(active.values_list("config", flat=True))
-    return Usage(runs=len(configs), in_flight=sum(int(c.get("actors", RunConfig.actors)) for c in configs))
+    """The owner's active runs, and their studies between two runs: a study holds its slot, and its widest
+    arm's actors, from its start to its last run's end (webapp.runs.studies)."""
+    configs = selectors.runs_active().filter(owner=owner).values_list("config", flat=True)
+    actors = [int(config.get("actors", RunConfig.actors)) for config in configs]
+    between = Study.objects.filter(id__in=study_reads.studies_between_runs(owner=owner))
+    actors += [study_reads.widest_actors(study) for study in between]
+    return Usage(runs=len(actors), in_flight=sum(actors))
 
 
 def refusal(usage: Usage, quota: Quota, actors: int) -> str | None:

@@ -3,10 +3,10 @@
 A study holds one run slot of its owner's quota: it is admitted once, when it starts, and its runs execute
 one at a time in seed-major order (webapp.runs.study_plan), each made when the one before has ended
 (`study_advance`, which the run's supervisor calls: workers.supervision; workers.recovery makes it for a
-study whose supervisor died in between). Its next run is made without a quota check, so in the moment
-between two runs another run of its owner's may take the slot and the study's next run goes over the limit
-by one. Its runs are ordinary runs, made by services.run_create, so their pages, API and live events are the
-runs' own.
+study whose supervisor died in between). Its next run is made without a quota check: between two runs the
+study still holds its slot (quotas.user_usage counts a study between runs as an active run), so no other run
+of its owner's can take it. Its runs are ordinary runs, made by services.run_create, so their pages, API
+and live events are the runs' own.
 """
 
 from __future__ import annotations

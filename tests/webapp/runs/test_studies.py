@@ -9,7 +9,7 @@ import pytest
 
 from rl_core import studies as stats
 from rl_core.outcome import AttemptOutcome
-from webapp.runs import services, studies, study_reads
+from webapp.runs import quotas, services, studies, study_reads
 from webapp.runs.models import Run, Study
 from webapp.runs.quotas import QuotaExceeded
 from webapp.runs.study_plan import Arm, StudyError, parse_arm, parse_arms
@@ -94,6 +94,31 @@ def test_a_study_holds_one_run_slot_of_its_owners_quota(start, owner, settings):
     with pytest.raises(QuotaExceeded):
         start()
     assert Study.objects.count() == 1 and Run.objects.count() == 1
+
+
+def test_between_two_runs_the_study_keeps_its_slot_until_its_last_run_ends(
+    start, owner, settings, competition
+):
+    settings.PRACTICUM_MAX_RUNS_PER_USER = 1
+
+    def start_a_run():
+        return services.run_admit_create(owner=owner, competitions=[competition], config=BASE)
+
+    study = start(seeds=1)
+    first = study.runs.get()
+    end(first)  # its supervisor has not made the next run yet
+    with pytest.raises(QuotaExceeded, match="already have 1 run"):
+        start_a_run()
+    end(studies.study_continue(study_id=study.id))  # the last run ends: the slot is free
+    start_a_run()
+
+
+def test_a_study_between_runs_holds_its_widest_arms_actors(start, owner, settings):
+    study = start(arms=[Arm("narrow"), Arm("wide", {"actors": 3})], seeds=1)
+    end(study.runs.get())
+    assert quotas.user_usage(owner=owner) == quotas.Usage(runs=1, in_flight=3)
+    studies.study_cancel(study_id=study.id)
+    assert quotas.user_usage(owner=owner) == quotas.Usage(runs=0, in_flight=0)
 
 
 def test_the_runs_follow_in_seed_major_order_and_then_the_study_finishes(start):
