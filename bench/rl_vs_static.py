@@ -239,7 +239,8 @@ def seed_arm(piece: Piece) -> SeedArm:
 
 def analyse(pieces: Mapping[tuple[int, str], Piece], config: Mapping[str, Any]) -> dict[str, Any]:
     """The study's results from whatever pieces exist: per arm the primary endpoint's counts, the secondary
-    endpoints and the diagnostics; the test wherever both arms share a seed."""
+    endpoints and the diagnostics; the test wherever both arms share a seed (`complete` says whether every
+    seed does: before that the test is interim, progress and not a result)."""
     arms = list(config["arms"])
     runs = [seed_arm(pieces[key]) for key in planned(config) if key in pieces]
     complete = [seed for seed in config["seeds"] if all((seed, arm) in pieces for arm in arms)]
@@ -247,6 +248,7 @@ def analyse(pieces: Mapping[tuple[int, str], Piece], config: Mapping[str, Any]) 
         seed: seed_counts([r for r in runs if r.seed == seed], after_first_update=True) for seed in complete
     }
     results: dict[str, Any] = {
+        "complete": len(complete) == len(config["seeds"]),
         "seeds_complete": complete,
         "warm_start_by_seed": warm_start_by_seed(pieces),
         "arms": {arm: arm_results(arm, pieces, complete, counted, config) for arm in arms},
@@ -401,6 +403,10 @@ def report(results: Mapping[str, Any], config: Mapping[str, Any]) -> None:
         test = results["test"]
         print(f"{test['name']}: {test['difference_of']} {format_value(test['difference'])}, 95% CI "
               f"{format_value(test['difference_ci'])}, p = {format_value(test['p_value'])}")  # fmt: skip
+    if not results["complete"]:
+        done = f"{len(results['seeds_complete'])} of {len(config['seeds'])}"
+        print(f"interim: {done} seeds complete. The design reads the test once every seed is; until then "
+              "this is progress, not a result.")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def test_the_analysis_matches_the_hand_worked_example(bench):
     assert (rl["attempts_after_first_update"], rl["valid_after"]) == (8, 5)
     assert (static["attempts_after_first_update"], static["valid_after"]) == (8, 3)
     assert rl["valid_rate"] == 5 / 8 and rl["drawn_after_an_update"] == 8
-    assert results["test"]["statistic"] == pytest.approx(7 / 8)
+    assert results["complete"] is True and results["test"]["statistic"] == pytest.approx(7 / 8)
     assert results["test"]["difference"] == pytest.approx(0.25)
     assert results["test"]["difference_ci"] == pytest.approx([0.25 - 0.45834, 0.25 + 0.45834], abs=1e-5)
     assert results["test"]["p_value"] == pytest.approx(0.349575, abs=1e-6)
@@ -81,7 +81,7 @@ def test_only_seeds_with_both_arms_are_tested(bench):
         (1, "static"): piece(1, "static", [True, True, True, True], [0] * 4),
     }
     results = bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
-    assert results["seeds_complete"] == [0]
+    assert results["seeds_complete"] == [0] and results["complete"] is False
     assert results["arms"]["static"]["attempts_after_first_update"] == 2
 
 
