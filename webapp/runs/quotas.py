@@ -25,7 +25,6 @@ from django.db import transaction
 
 from rl_core.run_spec import RunConfig
 from webapp.runs import selectors, study_reads
-from webapp.runs.models import Study
 
 
 class QuotaExceeded(ValueError):
@@ -60,8 +59,7 @@ def user_usage(*, owner) -> Usage:
     arm's actors, from its start to its last run's end (webapp.runs.studies)."""
     configs = selectors.runs_active().filter(owner=owner).values_list("config", flat=True)
     actors = [int(config.get("actors", RunConfig.actors)) for config in configs]
-    between = Study.objects.filter(id__in=study_reads.studies_between_runs(owner=owner))
-    actors += [study_reads.widest_actors(study) for study in between]
+    actors += [study_reads.widest_actors(study) for study in study_reads.studies_between_runs(owner=owner)]
     return Usage(runs=len(actors), in_flight=sum(actors))
 
 

@@ -128,7 +128,7 @@ def study_continue(*, study_id: int) -> Run | None:
 def studies_continue_stalled() -> list[Run]:
     """Make the next run of every study that stalled between two runs (the supervisor that ended one died
     before `study_advance`), queued: workers.recovery then finds it without a supervisor and starts one."""
-    made = (study_continue(study_id=study_id) for study_id in study_reads.studies_between_runs())
+    made = (study_continue(study_id=study.id) for study in study_reads.studies_between_runs())
     return [run for run in made if run is not None]
 
 

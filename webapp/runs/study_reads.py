@@ -33,15 +33,14 @@ def study_get_visible(*, study_id: int, user: User | AnonymousUser) -> Study | N
     return studies_visible_to(user=user).filter(id=study_id).first()
 
 
-def studies_between_runs(*, owner: User | None = None) -> list[int]:
-    """The ids of the studies not cancelled that have made some but not all of their runs and have none
+def studies_between_runs(*, owner: User | None = None) -> list[Study]:
+    """The studies not cancelled that have made some but not all of their runs and have none
     active: between two runs (for a moment, or stalled because the supervisor that ended one died). With
     `owner`, only theirs."""
     active = Run.objects.filter(study=OuterRef("pk"), status__in=Run.ACTIVE_STATUSES)
     studies = Study.objects.filter(cancelled=False).exclude(Exists(active))
     studies = studies if owner is None else studies.filter(owner=owner)
-    rows = studies.annotate(made=Count("runs")).values_list("id", "arms", "seeds", "made")
-    return [study_id for study_id, arms, seeds, made in rows if 0 < made < len(arms) * len(seeds)]
+    return [study for study in studies.annotate(made=Count("runs")) if 0 < study.made < planned_count(study)]
 
 
 def widest_actors(study: Study) -> int:
