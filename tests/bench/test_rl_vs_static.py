@@ -1,6 +1,6 @@
-"""bench/rl_vs_static.py: the study's analysis against a hand-worked example, and resuming in pieces against a
-run in one piece (the grammar policy through the real loop and sandboxes, one sandbox at a time, so both are
-deterministic)."""
+"""bench/rl_vs_static.py and bench/_study_analysis.py: the study's analysis against a hand-worked example, and
+resuming in pieces against a run in one piece (the grammar policy through the real loop and sandboxes, one
+sandbox at a time, so both are deterministic)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,23 @@ CONFIG = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def bench():
-    """bench/rl_vs_static as the benchmarks import each other (bench/ first on sys.path)."""
+def bench_module(name: str):
+    """A module of bench/ as the benchmarks import each other (bench/ first on sys.path)."""
     sys.path.insert(0, str(BENCH))
     try:
-        yield importlib.import_module("rl_vs_static")
+        yield importlib.import_module(name)
     finally:
         sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from bench_module("rl_vs_static")
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    yield from bench_module("_study_analysis")
 
 
 def record(number: int, valid: bool, version: int = 0, reward: float = 0.0) -> dict:
@@ -48,11 +57,12 @@ def piece(seed: int, arm: str, valid: list[bool], versions: list[int]) -> dict:
             "update_metrics": metrics, "tokens_per_s": []}  # fmt: skip
 
 
-def test_the_docstring_examples_hold(bench):
+def test_the_docstring_examples_hold(bench, analysis):
     assert doctest.testmod(bench).failed == 0
+    assert doctest.testmod(analysis).failed == 0
 
 
-def test_the_analysis_matches_the_hand_worked_example(bench):
+def test_the_analysis_matches_the_hand_worked_example(analysis):
     """Positions 1-2 come before seed 0's first update, 1-2 before seed 1's; counted from there (rl 3/4 and
     2/4, static 1/4 and 2/4): CMH X^2 = 7/8, RD = 1/4 (worked in tests/rl_core/test_studies.py)."""
     pieces = {
@@ -61,7 +71,7 @@ def test_the_analysis_matches_the_hand_worked_example(bench):
         (1, "static"): piece(1, "static", [True, False, True, True, False, False], [0] * 6),
         (1, "rl"): piece(1, "rl", [True, False, True, False, True, False], [0, 0, 1, 1, 2, 2]),
     }
-    results = bench.analyse(pieces, CONFIG)
+    results = analysis.analyse(pieces, CONFIG)
     rl, static = results["arms"]["rl"], results["arms"]["static"]
     assert (rl["attempts_after_first_update"], rl["valid_after"]) == (8, 5)
     assert (static["attempts_after_first_update"], static["valid_after"]) == (8, 3)
@@ -74,28 +84,28 @@ def test_the_analysis_matches_the_hand_worked_example(bench):
     assert rl["diagnostics"]["grad_norm_mean"] == 2.0 and rl["diagnostics"]["updates"] == 3
 
 
-def test_only_seeds_with_both_arms_are_tested(bench):
+def test_only_seeds_with_both_arms_are_tested(analysis):
     pieces = {
         (0, "static"): piece(0, "static", [True, False, True, False], [0] * 4),
         (0, "rl"): piece(0, "rl", [True, False, True, True], [0, 0, 1, 1]),
         (1, "static"): piece(1, "static", [True, True, True, True], [0] * 4),
     }
-    results = bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
+    results = analysis.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
     assert results["seeds_complete"] == [0] and results["complete"] is False
     assert results["arms"]["static"]["attempts_after_first_update"] == 2
 
 
-def test_a_seeds_arms_from_different_warm_starts_are_not_compared_but_seeds_may_differ(bench):
+def test_a_seeds_arms_from_different_warm_starts_are_not_compared_but_seeds_may_differ(analysis):
     pieces = {
         (0, "static"): piece(0, "static", [True, False, True, False], [0] * 4) | {"warm_start": "aaaa"},
         (0, "rl"): piece(0, "rl", [True, False, True, True], [0, 0, 1, 1]) | {"warm_start": "bbbb"},
     }
     with pytest.raises(SystemExit, match="different warm starts"):
-        bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
+        analysis.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
     pieces[(0, "rl")]["warm_start"] = "aaaa"
     pieces[(1, "static")] = piece(1, "static", [True, False, False, False], [0] * 4) | {"warm_start": "cccc"}
     pieces[(1, "rl")] = piece(1, "rl", [True, False, True, False], [0, 0, 1, 1]) | {"warm_start": "cccc"}
-    results = bench.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
+    results = analysis.analyse(pieces, CONFIG | {"attempts_per_seed": 4})
     assert results["warm_start_by_seed"] == {0: "aaaa", 1: "cccc"}
     assert results["seeds_complete"] == [0, 1]
 
