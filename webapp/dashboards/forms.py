@@ -13,7 +13,8 @@ from typing import Any
 from django import forms
 from django.utils.html import format_html
 
-from rl_core.run_spec import Declared, RunConfig, settings
+from rl_core.declarations import Declared
+from rl_core.run_spec import RunConfig, settings
 from webapp.competitions.models import Competition
 from webapp.runs.models import Run
 from webapp.runs.study_plan import MAX_SEEDS, StudyError, parse_arms

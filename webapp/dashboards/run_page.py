@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rl_core.declarations import Declared
 from rl_core.metrics import get_metric
 from rl_core.reward import DEFAULT_FAILURE, STAGE_COUNT
-from rl_core.run_spec import Declared, RunConfig, settings
+from rl_core.run_spec import RunConfig, settings
 from webapp.runs.models import Run
 
 

@@ -17,7 +17,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from rl_core.run_spec import Declared, settings
+from rl_core.declarations import Declared
+from rl_core.run_spec import settings
 from webapp.competitions import selectors as competition_selectors
 from webapp.runs import selectors, services, studies, study_reads
 from webapp.runs.models import Attempt, Run, Study

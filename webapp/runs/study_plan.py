@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rl_core.run_spec import Declared, RunConfig, run_ids, settings
+from rl_core.declarations import Declared
+from rl_core.run_spec import RunConfig, run_ids, settings
 
 MAX_SEEDS = 20
 MAX_ARMS = 6

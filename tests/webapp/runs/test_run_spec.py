@@ -12,7 +12,8 @@ import pytest
 from django.core.management import load_command_class
 
 from rl_core import run_spec
-from rl_core.run_spec import RunConfig, setting, settings
+from rl_core.declarations import setting
+from rl_core.run_spec import RunConfig, settings
 from webapp.competitions.models import Competition
 from webapp.dashboards.forms import RunStartForm, form_settings
 from webapp.runs.management.commands.train import FILE_SETTINGS

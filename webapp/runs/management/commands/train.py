@@ -33,7 +33,8 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
-from rl_core.run_spec import Declared, RunConfig, run_ids, settings
+from rl_core.declarations import Declared
+from rl_core.run_spec import RunConfig, run_ids, settings
 from webapp.cli import BadInput, JsonCommand
 from webapp.competitions.models import Competition
 from webapp.runs import selectors, services, studies, study_reads, warmstarts
