@@ -19,13 +19,13 @@ worse than random_forest), `risky_slow` (0.90 but 10% crashes and a 10-minute li
 nothing else, where every prompt after a slot's first is an improve prompt and an improve keeps its family
 with probability e^5 / (e^5 + 1) = 0.993 at the start. A lineage then keeps its family for about 150 attempts:
 a GBM lineage for longer than the run, a logistic one for a couple of minutes. Lineages persist from a cold
-start, the one case where slots over-sample fast programs (rl_core.learner's docstring). It runs 20 seeds at
+start, the one case where slots over-sample fast programs (rl_core.advantages' docstring). It runs 20 seeds at
 least (`World.min_seeds`), so that its target has the power to show a difference of a few points.
 Modes: `sync` (sample 64, wait for all, update; shared improve pool), `async_pool` (K = 8 in flight, a
 finished attempt replaced at once, improve prompts from the task's shared pool: Practicum's default) and
 `async_slots` (the paper's batch slots: each of the 8 slots continues its own latest valid solution).
 Arms: `naive` (no weights), `paper` (every sample weighted Δt / mean Δt, the paper's formula) and `corrected`
-(rl_core.learner's slot-rate weights: a continuation weighs its slot's period (the mean Δt of its attempts)
+(rl_core.advantages' slot-rate weights: a continuation weighs its slot's period (the mean Δt of its attempts)
 over the batch's mean, only where the prompt continued its slot asynchronously; 1 elsewhere, so in `sync` and
 `async_pool` it is the naive arm exactly).
 

@@ -115,7 +115,7 @@ class Experience:
     """The mean Δt of the attempts its slot had run when this one launched (the inverse of the slot's
     completion rate), when this one's prompt continues its slot (an improve prompt of the loop's
     `improve_from="slots"` mode, asynchronous); None when the prompt did not depend on which slot launched it
-    (rl_core.learner's slot-rate weights explain why)."""
+    (rl_core.advantages' slot-rate weights explain why)."""
 
 
 @dataclass(frozen=True)

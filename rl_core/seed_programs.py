@@ -1,6 +1,6 @@
 """Seed programs: run known programs (a baseline, earlier solutions) through an executor before the first
 attempt, and keep the valid ones as improve-pool entries: `PreviousSolution` (the program, the tail of its
-output, its score). Not the learner's advantage baselines (`rl_core.learner`).
+output, its score). Not the learner's advantage baselines (`rl_core.advantages`).
 
 The loop uses this to seed each task's pool before a new run's first attempt, so that improve prompts
 exist from the start (`rl_core.loop.run_loop`'s ``baselines``); warm starts use it to give improve

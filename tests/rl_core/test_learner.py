@@ -5,16 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl_core.learner import (
-    Learner,
-    LearnerConfig,
-    RunningBaseline,
-    group_mean_advantages,
-    kl_to_reference,
-    normalized_advantages,
-    padded_old_logprobs,
-    policy_loss,
-)
+from rl_core.advantages import RunningBaseline, group_mean_advantages, normalized_advantages
+from rl_core.learner import Learner, LearnerConfig, kl_to_reference, padded_old_logprobs, policy_loss
 from rl_core.policies.table import TablePolicy, render_program
 from rl_core.policy import Experience, PreviousSolution, Prompt, Sample, Scored, TaskInfo
 
