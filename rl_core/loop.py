@@ -16,17 +16,17 @@ is `improve_from`: "pool" draws it uniformly from the task's shared pool (the be
 programs by score); "slots" is the paper's batch slots: each attempt runs in one of S slots (S = K, or B in
 the synchronous mode), and a slot's improve prompt continues that slot's own latest valid solution for the
 task. In the asynchronous slot mode a slot is clocked by its own attempts, so a slot whose lineage keeps a
-slow family completes fewer attempts than one that keeps a fast family (rl_core.learner says when that is a
+slow family completes fewer attempts than one that keeps a fast family (rl_core.advantages says when that is a
 bias); each experience whose prompt continued its slot records the slot's period so far (`slot_period_s`: the
-mean Δt of the attempts it has finished, the inverse of its completion rate), which is what rl_core.learner's
-slot-rate weights need. A new run may seed the pools with known `baselines` (run once each before the first
-attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids are f"{seed}-{n}", so
-a resumed run re-dispatches exactly the attempts whose results never arrived. Budgets are exact: `attempts`
-attempts are run; the last `attempts mod B` results are recorded but not learned from.
-With a `wall_budget_s`, no attempt is sampled once the run's wall-clock (on the executor's clock, earlier
-sessions included) has reached it; attempts in flight are still awaited and recorded, so the run overshoots by
-at most one attempt's duration (an executor whose attempts must end by the deadline can cut their time limits,
-as bench/vs_automl.py does), and `attempts` becomes an upper bound.
+mean Δt of the attempts it has finished, the inverse of its completion rate), which is what
+rl_core.advantages' slot-rate weights need. A new run may seed the pools with known `baselines` (run once each
+before the first attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids are
+f"{seed}-{n}", so a resumed run re-dispatches exactly the attempts whose results never arrived. Budgets are
+exact: `attempts` attempts are run; the last `attempts mod B` results are recorded but not learned from. With
+a `wall_budget_s`, no attempt is sampled once the run's wall-clock (on the executor's clock, earlier sessions
+included) has reached it; attempts in flight are still awaited and recorded, so the run overshoots by at most
+one attempt's duration (an executor whose attempts must end by the deadline can cut their time limits, as
+bench/vs_automl.py does), and `attempts` becomes an upper bound.
 
 Checkpoints (every `checkpoint_every` updates, at a point where every reported result has been processed)
 hold the policy, learner, loop counters, RNG states, buffer, pools and in-flight jobs, plus the executor's
