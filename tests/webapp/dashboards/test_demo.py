@@ -36,6 +36,12 @@ def get(url: str) -> tuple[int, bytes]:
         return 0, b""
 
 
+def finished_attempts(url: str) -> list[dict]:
+    """The run's finished attempts, or none while the API does not answer (a busy machine: try again)."""
+    status, body = get(url)
+    return [a for a in json.loads(body)["results"] if a["finished_at"]] if status == 200 else []
+
+
 def wait_for(condition, timeout_s: float, what: str, demo: subprocess.Popen):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -82,10 +88,7 @@ def run_the_demo(tmp_path: Path, env: dict[str, str]) -> str:
         runs = json.loads(get(f"{base}/api/runs/")[1])["results"]
         assert runs and runs[0]["policy"] == "grammar" and runs[0]["is_public"]
         attempts_url = f"{base}/api/runs/{runs[0]['id']}/attempts/"
-        finished = wait_for(
-            lambda: [a for a in json.loads(get(attempts_url)[1])["results"] if a["finished_at"]], 180,
-            "a finished attempt", demo,
-        )  # fmt: skip
+        finished = wait_for(lambda: finished_attempts(attempts_url), 180, "a finished attempt", demo)
         assert finished[0]["isolation"] in ("bwrap", "rlimits")
         output = (tmp_path / "demo.log").read_text()
         assert (
