@@ -1,11 +1,21 @@
 """Shared fixtures: an isolated data directory for every test and a named cast of users. A run that would
-test the web layer against SQLite is refused: the suite's database tests are for PostgreSQL (make test)."""
+test the web layer against SQLite is refused: the suite's database tests are for PostgreSQL (make test).
+Passwords are hashed at one PBKDF2 iteration in the test process (`pytest_configure`)."""
 
 from __future__ import annotations
 
 import pytest
 
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "client", "django_user_model"})
+
+
+def pytest_configure(config) -> None:
+    """Hash the test process's passwords with one PBKDF2 iteration instead of a million (0.4 s each here,
+    paid for every user a test creates and every login it checks). The hashes keep Django's format, which
+    names its iteration count, so the servers the browser tests start verify them with their own hasher."""
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    PBKDF2PasswordHasher.iterations = 1
 
 
 def pytest_collection_modifyitems(config, items) -> None:
