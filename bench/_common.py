@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import fcntl
 import importlib.metadata
 import json
 import math
@@ -17,7 +18,8 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,12 +174,25 @@ def bundled_tasks(slugs: Sequence[str], data_dir: Path) -> list[BundledTask]:
     from webapp.competitions.management.commands.seed_competitions import seed_one
     from webapp.competitions.models import Competition
 
-    call_command("migrate", verbosity=0)
-    competitions = [Competition.objects.filter(slug=slug).first() or seed_one(slug) for slug in slugs]
+    with exclusive(data_dir / "bench.lock"):  # benchmarks started side by side build the cache once, in turn
+        call_command("migrate", verbosity=0)
+        competitions = [Competition.objects.filter(slug=slug).first() or seed_one(slug) for slug in slugs]
     return [
         BundledTask(competition_task_files(competition=c), competition_task_info(competition=c))
         for c in competitions
     ]
+
+
+@contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `lock` (created if missing) for the block, across processes."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":
