@@ -8,7 +8,11 @@ whichever batch is being filled when it arrives, tagged with the version that sa
 recorded, it is never dropped). Synchronous (`sync=True`): sample B, wait for all B, update, repeat.
 
 The learner's update runs in the loop's thread: attempts in flight keep running meanwhile, and the
-replacement for the attempt that completed the batch is sampled right after the update.
+replacement for the attempt that completed the batch is sampled right after the update. With the background
+sampler (`sampler="background"`), an actor left free while the sampler draws does not hold the loop: the
+loop goes on receiving (and learning from) finished attempts and looks for new samples every
+`SAMPLER_POLL_S`; it waits for the sampler only when no attempt is in flight. (Waiting at once cost an LM run
+on 2 cores a whole draw, about 55 s, with a full batch unlearned: bench/lm_throughput.py's timeline.)
 
 Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "solve" or, with probability
 `improve_prob` when there is an earlier valid solution to show, "improve" it. Where that solution comes from
@@ -57,6 +61,9 @@ from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample,
 from rl_core.responses import parse_response
 from rl_core.seed_programs import previous_solutions
 
+SAMPLER_POLL_S = 1.0
+"""How often a run whose actor waits for the background sampler looks for new samples, in seconds."""
+
 
 def program_code(response: str) -> str:
     """The response's Python program (rl_core.responses), or the whole response when it has none.
@@ -104,11 +111,12 @@ class _Run:
         try:
             self.launch(self.config.actors - len(self.state.in_flight))  # after a resume, some are in flight
             while self.state.in_flight:
-                for finished in self.wait():
+                for finished in self.wait(self.sampler_poll_s()):
                     self.receive(finished)
                     if len(self.state.buffer) >= self.config.batch:
                         self.update()
                     self.launch(self.config.actors - len(self.state.in_flight))
+                self.launch(self.config.actors - len(self.state.in_flight))  # samples drawn meanwhile
                 self.checkpoint_if_due()
         finally:
             if self.engine is not None:
@@ -141,9 +149,15 @@ class _Run:
                 self.update()
                 self.checkpoint_if_due()
 
-    def wait(self) -> list[Finished]:
-        finished = self.executor.wait(None)
-        if not finished:
+    def sampler_poll_s(self) -> float | None:
+        """How long to wait for an attempt before looking for samples again: a second while an actor is free
+        for want of samples the background sampler is still drawing, else as long as it takes (None)."""
+        idle = len(self.state.in_flight) < self.config.actors and self.open_slots() > 0
+        return SAMPLER_POLL_S if self.engine is not None and idle else None
+
+    def wait(self, timeout_s: float | None = None) -> list[Finished]:
+        finished = self.executor.wait(timeout_s)
+        if not finished and timeout_s is None:
             raise RuntimeError(
                 f"The executor reports nothing running, but {len(self.state.in_flight)} attempts are."
             )
@@ -155,7 +169,8 @@ class _Run:
         if count <= 0:
             return
         slots = self.free_slots(count)
-        for slot, sample in zip(slots, self.next_samples(slots), strict=True):
+        samples = self.next_samples(slots)
+        for slot, sample in zip(slots[: len(samples)], samples, strict=True):
             job = Job(f"{self.config.seed}-{self.state.submitted}", sample, sample.prompt.task.slug)
             self.state.submitted += 1
             self.state.slot_of[job.attempt_id] = slot
@@ -166,10 +181,11 @@ class _Run:
         """One sample per slot: drawn now, or (`sample_ahead` > 1, shared pool) taken from the queue of
         samples drawn ahead, which is first rid of samples staler than `max_staleness` and refilled with a
         batch of `sample_ahead` (never more than the budget has left) when it runs short."""
-        if self.engine is not None:
+        if self.engine is not None:  # waits only when nothing runs: else finished attempts wait to be learned
             return self.engine.take(
-                len(slots), version=self.policy.version, max_staleness=self.config.max_staleness
-            )
+                len(slots), version=self.policy.version, max_staleness=self.config.max_staleness,
+                wait=not self.state.in_flight,
+            )  # fmt: skip
         if self.config.sample_ahead <= 1 or self.config.improve_from == "slots":
             return self.draw(slots)
         queue, state = self.state.ahead, self.state

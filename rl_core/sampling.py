@@ -73,15 +73,15 @@ class BackgroundSampler:
     def start(self) -> None:
         self.thread.start()
 
-    def take(self, count: int, *, version: int, max_staleness: int) -> list[Sample]:
+    def take(self, count: int, *, version: int, max_staleness: int, wait: bool = True) -> list[Sample]:
         """The next `count` samples no staler than `max_staleness` (fewer only when the budget has run out),
-        waiting for the thread while too few are queued."""
+        waiting for the thread while too few are queued; with `wait` False, those queued now, maybe none."""
         with self.changed:
             while True:
                 self._drop_stale(version, max_staleness)
                 if self.error is not None:
                     raise RuntimeError("The background sampler failed.") from self.error
-                ready = len(self.queue) >= count or (self.budget == 0 and self.drawing == 0)
+                ready = not wait or len(self.queue) >= count or (self.budget == 0 and self.drawing == 0)
                 if ready:
                     taken, self.queue = self.queue[:count], self.queue[count:]
                     self.changed.notify_all()

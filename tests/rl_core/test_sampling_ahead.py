@@ -218,6 +218,42 @@ def test_a_background_run_that_stops_midway_leaves_no_sampling_thread_behind():
     assert not any(t.name == "practicum-sampler" for t in threading.enumerate())
 
 
+def test_an_actor_waiting_for_the_background_sampler_does_not_hold_back_the_update():
+    """The second draw takes until someone learns: the loop must go on receiving the batch's last attempts
+    and update while its free actor waits for samples (it used to wait in `take`, a whole draw, with a full
+    batch unlearned)."""
+
+    class SecondDrawWaits(TablePolicy):
+        def __init__(self) -> None:
+            super().__init__(["any"])
+            self.calls, self.release, self.waiting = 0, threading.Event(), False
+
+        def sample(self, prompts, *, generator):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            if self.calls == 2:
+                self.waiting = True
+                self.release.wait(timeout=5)
+                self.waiting = False
+            return super().sample(prompts, generator=generator)
+
+    class ReleaseAtUpdate(Launches):
+        def __init__(self, policy) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(policy)
+            self.drawing_at_updates: list[bool] = []
+
+        def on_update(self, version, metrics):  # type: ignore[no-untyped-def]
+            self.drawing_at_updates.append(self.policy.waiting)
+            self.policy.release.set()
+
+    policy = SecondDrawWaits()
+    observer = ReleaseAtUpdate(policy)
+    config = LoopConfig(attempts=8, actors=2, batch=4, sample_ahead=4, improve_prob=0.0, sampler="background")
+    run_loop(policy=policy, learner=Learner(policy, LearnerConfig(lr=0.05)), executor=AnyProgramExecutor(2),
+             tasks=[TASK], config=config, observer=observer)  # fmt: skip
+    assert len(observer.launched) == 8 and policy.calls == 2
+    assert observer.drawing_at_updates == [True, False], "the first update came while the second draw waited"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_the_background_sampler_drives_vllm_in_batches_in_the_asynchronous_loop(tmp_path):
