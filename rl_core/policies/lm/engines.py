@@ -87,6 +87,10 @@ class VLLMEngine:
         last `sync_if_moved`, and each sampled token's log-prob under the distribution it was drawn from."""
         return self.sampler.generate(prompt_ids, seed)
 
+    def busy(self) -> bool:
+        """Whether vLLM is decoding (or taking new weights) now."""
+        return self.sampler.busy()
+
     def sync_if_moved(self) -> float:
         """Push the policy's weights if its version moved since the last push; the seconds it took (0 when
         nothing moved)."""

