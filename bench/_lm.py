@@ -132,6 +132,10 @@ class AttemptRecord:
     """Policy versions between the one that drew the program and the one current when it finished."""
     sync_s: float = 0.0
     """Seconds its generate call first spent handing the engine the newest weights (CTranslate2 converts)."""
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    """When the attempt was launched and when it finished, on the executor's clock (seconds since the arm's
+    executor was made)."""
 
 
 @dataclass
@@ -182,9 +186,10 @@ class Recorder:
         self.learning = learning
         """False for a static arm: its FrozenLearner's calls are not updates."""
         self.batch_speeds: dict[float, float] = {}
+        self.started_at: dict[str, float] = {}
 
     def on_attempt_started(self, attempt_id, sample, started_at) -> None:
-        pass
+        self.started_at[attempt_id] = started_at
 
     def on_attempt_finished(self, attempt_id, sample, outcome, finished_at, staleness) -> None:
         info = sample.info
@@ -197,6 +202,7 @@ class Recorder:
                 instrumentation=str(getattr(outcome, "instrumentation", "")), version=sample.policy_version,
                 batch=int(info.get("generation_batch", 1)), duration_s=float(outcome.duration_s),
                 staleness=staleness, sync_s=float(info.get("sync_s", 0.0)),
+                started_at=self.started_at.pop(attempt_id, finished_at), finished_at=finished_at,
             )
         )  # fmt: skip
         if "tokens_per_s" in info:
@@ -234,6 +240,20 @@ def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 
     )  # fmt: skip
     config = LMPolicyConfig(**(fields | overrides))  # type: ignore[arg-type]
     return LMPolicy(config)
+
+
+def lm_ceiling(policy: Any, tasks: Sequence[BundledTask], batch: int, *, seed: int) -> dict[str, float]:
+    """One `sample` call of `batch` solve prompts (the tasks in turn) by itself: tokens/s of the generation
+    call, as the loop's records count it (the ceiling a run's sampling is compared with)."""
+    import torch
+
+    from rl_core.policy import Prompt
+
+    prompts = [Prompt(task=tasks[i % len(tasks)].info, kind="solve") for i in range(batch)]
+    samples = policy.sample(prompts, generator=torch.Generator().manual_seed(seed))
+    seconds, tokens = float(samples[0].info["generation_s"]), sum(int(s.info["new_tokens"]) for s in samples)
+    return {"batch": len(samples), "seconds": seconds, "tokens": tokens,
+            "tokens_per_response": tokens / batch, "tokens_per_s": tokens / seconds}  # fmt: skip
 
 
 def warm_start(

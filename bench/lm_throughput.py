@@ -22,9 +22,11 @@ samples' log-probs, sum over tokens / tokens).
 
 Reported per path: engine (which decoded), attempts_per_hour, tokens_per_s (new tokens / seconds of
 generation, each sample counting its share of its call), mean_batch_size (samples per generate call),
-update_s_per_sample, sync_s (vLLM's start and weight pushes), valid_rate, the load average before and
-after (other processes share this machine's cores: say so when comparing). versus: each later path's
-attempts per hour over the first's; speedup = new / old.
+update_s_per_sample, updates_at_s (each update's start on the run's clock and its seconds), attempts_at_s
+(each attempt's launch and finish on the executor's clock, which starts with the run), sync_s
+(vLLM's start and weight pushes), valid_rate, the load average before and after (other processes share
+this machine's cores: say so when comparing). versus: each later path's attempts per hour over the first's;
+speedup = new / old.
 
 `--paths` picks two or more of PATHS, the first being the baseline: `--paths new-hf,new` compares the new
 path's transformers decoding with vLLM's (its ceiling too: one lone batch call per batched path).
@@ -47,6 +49,7 @@ from _lm import (
     LMPath,
     LMSettings,
     learner_config,
+    lm_ceiling,
     lm_policy,
     path_policy,
     run_arm,
@@ -62,15 +65,18 @@ SWEEP = ((1, 1), (1, 4), (2, 4))
 
 
 class TimedLearner:
-    """The learner, timing each update and keeping the last batch (for the sweep)."""
+    """The learner, timing each update (its start on the run's clock, from when the loop built the learner,
+    and its seconds) and keeping the last batch (for the sweep)."""
 
     def __init__(self, learner: Any) -> None:
         self.learner, self.seconds, self.samples, self.last_batch = learner, 0.0, 0, []
+        self.clock0, self.updates = time.perf_counter(), []
 
     def update(self, batch, *, current_version):  # type: ignore[no-untyped-def]
         started = time.perf_counter()
         metrics = self.learner.update(batch, current_version=current_version)
-        self.seconds += time.perf_counter() - started
+        self.updates.append((started - self.clock0, time.perf_counter() - started))
+        self.seconds += self.updates[-1][1]
         self.samples, self.last_batch = self.samples + len(batch), list(batch)
         return metrics
 
@@ -113,6 +119,8 @@ def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
         "sync_s": sum(r.sync_s / r.batch for r in rows),
         "update_s": learner.seconds,
         "update_s_per_sample": learner.seconds / learner.samples if learner.samples else None,
+        "updates_at_s": [[round(start, 1), round(seconds, 1)] for start, seconds in learner.updates],
+        "attempts_at_s": [[round(r.started_at, 1), round(r.finished_at, 1)] for r in rows],
         "sandbox_s": sum(r.duration_s for r in rows),
         "valid_rate": sum(r.valid for r in rows) / len(rows),
         "staleness_max": max(r.staleness for r in rows),
@@ -122,17 +130,9 @@ def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
 
 
 def ceiling(tasks, adapter, settings: LMSettings, path: LMPath) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """One batch solve `sample` call by itself on `path`'s engine (after its weight sync): tokens/s of the
-    generation call, as the paths' tokens_per_s count it."""
-    import torch
-
-    from rl_core.policy import Prompt
-
+    """One lone solve `sample` call of `path`'s batch on its engine (bench/_lm.py's lm_ceiling)."""
     policy = path_policy(settings, path, adapter=adapter, seed=settings.seed)
-    prompts = [Prompt(task=tasks[i % len(tasks)].info, kind="solve") for i in range(path.sample_ahead)]
-    samples = policy.sample(prompts, generator=torch.Generator().manual_seed(settings.seed))
-    seconds, tokens = float(samples[0].info["generation_s"]), sum(int(s.info["new_tokens"]) for s in samples)
-    return {"batch": len(samples), "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+    return lm_ceiling(policy, tasks, path.sample_ahead, seed=settings.seed)
 
 
 def update_sweep(batch, adapter, settings: LMSettings) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]

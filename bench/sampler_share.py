@@ -6,7 +6,8 @@ this process, as the background sampler does in a run. The program is a sandboxe
 it imports numpy, pandas, scikit-learn, LightGBM and XGBoost and fits a 50-tree random forest on 3,000
 rows, through rl_core.sandbox.execute at this machine's isolation level. Rounds alternate: one run with the
 sampler paused (after its current call has ended), one while a generation call is running; the learner is
-idle throughout (it shares the sampler's threads: rl_core.policies.lm.cores).
+idle throughout (what the learner and the sampler cost each other: docs/benchmarks.md, "Threads of the
+sampler and the learner").
 
 Reported: the program's median seconds quiet and beside the sampler, their ratio, and the sampler's tokens/s
 while it shared the machine. Target (issue 23): ratio <= 1.5.
