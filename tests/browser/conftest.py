@@ -1,9 +1,10 @@
 """Fixtures for the browser tests: the whole stack as real processes and a headless Chromium driving it.
 
-`asgi_server` is daphne (HTTP and websockets) plus Celery workers (one on the `gpu` queue for run
-supervisors, one on `sandbox` for attempts), all from tests/workers/cluster.py, on the pytest-django test
-database, a Redis database of their own and this test's data dir. `page` is a Chromium page (Debian's
-/usr/bin/chromium, driven by playwright; skipped when it is missing) whose relative URLs go to that server.
+`asgi_server` is daphne (HTTP and websockets), plus, for tests marked `workers`, Celery workers (one on the
+`gpu` queue for run supervisors, one on `sandbox` for attempts), all from tests/workers/cluster.py, on the
+pytest-django test database, a Redis database of their own and this test's data dir. `page` is a Chromium
+page (Debian's /usr/bin/chromium, driven by playwright; skipped when it is missing) whose relative URLs go to
+that server.
 `screenshot(name)` saves the page as PNG under PRACTICUM_SCREENSHOTS (default var/screenshots).
 """
 
@@ -45,9 +46,12 @@ cluster = _cluster.cluster
 
 
 @pytest.fixture
-def asgi_server(cluster) -> str:
-    """The base URL of daphne serving the webapp, with workers ready to supervise runs and execute attempts.
-    (pytest-django's `live_server` serves WSGI only: no websockets, so no live pages.)"""
+def asgi_server(cluster, request) -> str:
+    """The base URL of daphne serving the webapp; for a test marked `workers`, with Celery workers ready to
+    supervise runs and execute attempts (most pages only read the database, and starting the workers is most
+    of a test's set-up). (pytest-django's `live_server` serves WSGI only: no websockets, so no live pages.)"""
+    if request.node.get_closest_marker("workers") is None:
+        return cluster.start_daphne()
     with ThreadPoolExecutor() as pool:  # the three start up (import Django, Celery) side by side
         started = [
             pool.submit(cluster.start_worker, "gpu", "gpu"),

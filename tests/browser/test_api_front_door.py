@@ -68,10 +68,10 @@ def test_an_unknown_page_is_a_friendly_404(page):
 
 
 @pytest.fixture
-def queued_run(erin, asgi_server):
-    """A run of erin's, queued (never dispatched): active, so its page offers to cancel it. Made once the
-    workers are up: a `gpu` worker starting restarts a supervisor for every active run it finds, which would
-    fail this one (it has no competition) before the test could cancel it."""
+def queued_run(erin):
+    """A run of erin's, queued (never dispatched): active, so its page offers to cancel it. No worker runs
+    here (the test is not marked `workers`): a `gpu` worker starting restarts a supervisor for every active
+    run it finds, which would fail this one (it has no competition) before the test could cancel it."""
     from webapp.runs.models import Run
 
     return Run.objects.create(owner=erin, name="to cancel", config={}).id

@@ -133,10 +133,10 @@ def test_the_code_diff_is_a_clean_coloured_side_by_side_table(diffed_runs, page,
 
 
 @pytest.fixture
-def running_run(owner, asgi_server):
-    """A running public run with one finished attempt and no supervisor. Made after the workers start (hence
-    `asgi_server`): a `gpu` worker restarts the supervisor of every active run it finds when it starts,
-    which would fail this made-up run."""
+def running_run(owner):
+    """A running public run with one finished attempt and no supervisor. No worker runs here (the test is
+    not marked `workers`): a `gpu` worker restarts the supervisor of every active run it finds when it
+    starts, which would fail this made-up run."""
     return public_run(owner, competition_on(owner, "rmsle"), status="running", scores=(0.5,))
 
 

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.workers,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 
 USERNAME, PASSWORD = "carol", "carol-browser-password-7"
 SLUG = "tiny-churn"

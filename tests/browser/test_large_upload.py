@@ -1,7 +1,5 @@
 """A large .zip uploaded in a real browser: it goes up in parts with a progress bar that reaches 100%, the
 competition page opens, and a bundle the server refuses shows its reason on the page.
-
-Only daphne is started (`asgi_server` is overridden: nothing here runs an attempt, so no workers).
 """
 
 from __future__ import annotations
@@ -29,12 +27,6 @@ RECORD_PROGRESS = """() => {
 def uma(django_user_model):
     """Made before the browser starts: playwright's event loop in this thread forbids ORM calls after."""
     return django_user_model.objects.create_user(USERNAME, password=PASSWORD)
-
-
-@pytest.fixture
-def asgi_server(cluster) -> str:
-    """daphne alone (the suite's fixture also starts workers, which uploading does not need)."""
-    return cluster.start_daphne()
 
 
 def big_bundle_zip(bundle_zip, extra: dict[str, str] | None = None):

@@ -8,7 +8,12 @@ import re
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.workers,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 
 USERNAME, PASSWORD = "erin", "erin-browser-password-5"
 SLUG = "iris-species"

@@ -13,8 +13,8 @@ ATTEMPTS, BUDGET = 6, 10  # finished_run's (tests/browser/conftest.py): attempt 
 
 
 @pytest.fixture
-def queued_run(owner, rmsle_competition, asgi_server) -> int:
-    """A queued run, made once the workers are up (a starting `gpu` worker restarts every active run)."""
+def queued_run(owner, rmsle_competition) -> int:
+    """A queued run; no worker runs here to start it (the test is not marked `workers`)."""
     from webapp.runs.models import Run
 
     run = Run.objects.create(owner=owner, name="waiting", is_public=True, config={"attempts": BUDGET})

@@ -9,7 +9,12 @@ import re
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.workers,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 
 USERNAME, PASSWORD = "flora", "flora-browser-password-7"
 SLUG = "iris-species"
