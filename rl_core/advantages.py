@@ -24,8 +24,8 @@ duration weight w_k (rl_core.learner applies both).
      slots give every slot one attempt per round. The learner should see each slot's
      continuations in equal measure, so the exact weight of a continuing sample is T_i / mean(T) over the
      batch's continuing samples. "slot_rate" weights (the default) are that, with T_i estimated over the
-     whole run up to the sample's launch (`slot_period_s`, rl_core.loop), and 1 for every sample whose
-     prompt did not continue its slot. Two limits check it. A lineage that keeps its
+     whole run up to the sample's launch (`slot_period_s`, rl_core.improve_prompts), and 1 for every
+     sample whose prompt did not continue its slot. Two limits check it. A lineage that keeps its
      family from a cold start has T_i = Δt of that family, so the weight is the paper's Δt / mean(Δt),
      exactly where the paper's derivation holds (q(a) ∝ π(a)/Δt(a)). A lineage that changes family within a
      few attempts has, by the renewal theorem, completions in per-step proportions and a period that

@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 import torch
 
 from rl_core.executors import Executor, Job
-from rl_core.loop import program_code
 from rl_core.loop_config import NullObserver, Observer
 from rl_core.metrics import is_better
 from rl_core.outcome import AttemptOutcome
 from rl_core.policy import Policy, PreviousSolution, Prompt, Sample, TaskInfo
+from rl_core.responses import program_code
 
 EVALUATION = "evaluation"
 """`Sample.info` key set (True) on the samples of `evaluate`, so observers can tell them from training's."""

@@ -14,17 +14,9 @@ loop goes on receiving (and learning from) finished attempts and looks for new s
 `SAMPLER_POLL_S`; it waits for the sampler only when no attempt is in flight. (Waiting at once cost an LM run
 on 2 cores a whole draw, about 55 s, with a full batch unlearned: bench/lm_throughput.py's timeline.)
 
-Prompts cycle over the tasks (attempt n is for task n mod len(tasks)). Each is "solve" or, with probability
-`improve_prob` when there is an earlier valid solution to show, "improve" it. Where that solution comes from
-is `improve_from`: "pool" draws it uniformly from the task's shared pool (the best `max_pool` distinct
-programs by score); "slots" is the paper's batch slots: each attempt runs in one of S slots (S = K, or B in
-the synchronous mode), and a slot's improve prompt continues that slot's own latest valid solution for the
-task. In the asynchronous slot mode a slot is clocked by its own attempts, so a slot whose lineage keeps a
-slow family completes fewer attempts than one that keeps a fast family (rl_core.advantages says when that is a
-bias); each experience whose prompt continued its slot records the slot's period so far (`slot_period_s`: the
-mean Δt of the attempts it has finished, the inverse of its completion rate), which is what
-rl_core.advantages' slot-rate weights need. A new run may seed the pools with known `baselines` (run once each
-before the first attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids are
+Which prompt each attempt gets (solve or improve, from the shared pool or the slot's lineage) is
+rl_core.improve_prompts. A new run may seed the pools with known `baselines` (run once each before the first
+attempt, `seed_programs`), so improve prompts exist from the first attempt. Attempt ids are
 f"{seed}-{n}", so a resumed run re-dispatches exactly the attempts whose results never arrived. Budgets are
 exact: `attempts` attempts are run; the last `attempts mod B` results are recorded but not learned from. With
 a `wall_budget_s`, no attempt is sampled once the run's wall-clock (on the executor's clock, earlier sessions
@@ -39,7 +31,6 @@ state when it has one (the simulator), so resuming gives exactly the same next u
 
 from __future__ import annotations
 
-import functools
 import random
 import threading
 import time
@@ -50,34 +41,17 @@ from typing import Any
 import torch
 
 from rl_core import checkpoint as ckpt
+from rl_core import improve_prompts as prompts
 from rl_core import sampling
 from rl_core.executors import Executor, Finished, Job
 from rl_core.learner import FrozenLearner, Learner
 from rl_core.loop_config import LoopConfig, LoopSummary, NullObserver, Observer
-from rl_core.loop_state import BestSolution, LoopState, state_from_dict, state_to_dict
-from rl_core.metrics import is_better
-from rl_core.outcome import AttemptOutcome
-from rl_core.policy import Experience, Policy, PreviousSolution, Prompt, Sample, TaskInfo
-from rl_core.responses import parse_response
+from rl_core.loop_state import LoopState, state_from_dict, state_to_dict
+from rl_core.policy import Experience, Policy, Sample, TaskInfo
 from rl_core.seed_programs import previous_solutions
 
 SAMPLER_POLL_S = 1.0
 """How often a run whose actor waits for the background sampler looks for new samples, in seconds."""
-
-
-def program_code(response: str) -> str:
-    """The response's Python program (rl_core.responses), or the whole response when it has none.
-
-    >>> program_code("Plan.\\n```python\\nprint(1)\\n```\\n")
-    'print(1)\\n'
-    """
-    code = parse_response(response).code
-    return response if code is None else code
-
-
-def ran_something(outcome: AttemptOutcome) -> bool:
-    """Whether the attempt ran a program (a response without one, status parse_error, ran nothing)."""
-    return outcome.status != "parse_error"
 
 
 class _Run:
@@ -168,13 +142,15 @@ class _Run:
         count = min(count, self.open_slots())
         if count <= 0:
             return
-        slots = self.free_slots(count)
+        slots = prompts.free_slots(self.state, self.config.slots, count)
         samples = self.next_samples(slots)
         for slot, sample in zip(slots[: len(samples)], samples, strict=True):
             job = Job(f"{self.config.seed}-{self.state.submitted}", sample, sample.prompt.task.slug)
             self.state.submitted += 1
             self.state.slot_of[job.attempt_id] = slot
-            self.state.period_s[job.attempt_id] = self.slot_period(slot, sample.prompt)
+            self.state.period_s[job.attempt_id] = prompts.slot_period(
+                self.state, self.config, slot, sample.prompt
+            )
             self.dispatch(job)
 
     def next_samples(self, slots: list[int]) -> list[Sample]:
@@ -203,31 +179,17 @@ class _Run:
         recording in each sample's info the call's size (`generation_batch`) and seconds (`generation_s`)."""
         with self.lock:
             tasks = [self.tasks[(self.state.drawn + i) % len(self.tasks)] for i in range(len(slots))]
-            prompts = [self.prompt_for(task, slot) for task, slot in zip(tasks, slots, strict=True)]
-            self.state.drawn += len(prompts)
+            chosen = [
+                prompts.prompt_for(self.state, self.config, self.rng, task, slot)
+                for task, slot in zip(tasks, slots, strict=True)
+            ]
+            self.state.drawn += len(chosen)
         started = time.perf_counter()
-        samples = self.policy.sample(prompts, generator=self.generator)
+        samples = self.policy.sample(chosen, generator=self.generator)
         elapsed_s = time.perf_counter() - started
         for sample in samples:
             sample.info.update(generation_batch=len(samples), generation_s=elapsed_s)
         return samples
-
-    def free_slots(self, count: int) -> list[int]:
-        """The `count` lowest slots that no attempt in flight holds. Launches never exceed S minus the
-        attempts in flight, so these are below S (the range goes further only so it never runs short)."""
-        held = set(self.state.slot_of.values())
-        return [slot for slot in range(self.config.slots + count) if slot not in held][:count]
-
-    def slot_period(self, slot: int, prompt: Prompt) -> float | None:
-        """The experience's `slot_period_s` when this prompt continues its slot and the slot is clocked by
-        its own attempts (asynchronous slots), else None: the mean Δt of the attempts the slot has finished.
-        That is the slot's time from one launch to the next less the sampling in between, which takes about
-        as long in every slot; and Δt, unlike a wall-clock reading, is the same number after a resume."""
-        continues = self.config.improve_from == "slots" and prompt.kind == "improve"
-        seconds, finished = self.state.slot_time.get(slot, (0.0, 0))
-        if not continues or self.config.sync or finished == 0:
-            return None
-        return seconds / finished
 
     def open_slots(self) -> int:
         """Attempts the budgets still allow: those left of `attempts`, or 0 once the wall budget is spent."""
@@ -241,18 +203,6 @@ class _Run:
         self.executor.submit(job)
         self.observer.on_attempt_started(job.attempt_id, job.sample, self.executor.now())
 
-    def prompt_for(self, task: TaskInfo, slot: int | None) -> Prompt:
-        coin = self.rng.random()
-        if self.config.improve_from == "slots":
-            previous = self.state.lineage.get(f"{slot}:{task.slug}")
-            if previous is not None and coin < self.config.improve_prob:
-                return Prompt(task=task, kind="improve", previous=previous)
-            return Prompt(task=task, kind="solve")
-        pool = self.state.pool.get(task.slug, [])
-        if pool and coin < self.config.improve_prob:
-            return Prompt(task=task, kind="improve", previous=self.rng.choice(pool))
-        return Prompt(task=task, kind="solve")
-
     def receive(self, finished: Finished) -> None:
         """Record a finished attempt: buffer it, update totals, pool and best; tell the observer.
 
@@ -263,20 +213,29 @@ class _Run:
             return
         outcome, sample = finished.outcome, job.sample
         staleness = self.policy.version - sample.policy_version
-        slot, period_s = self.release_slot(job.attempt_id, outcome)
+        slot, period_s = prompts.release_slot(self.state, job.attempt_id, outcome)
         self.state.finished += 1
         if outcome.reward is None:  # lost: its executions kept dying; nothing to learn from
             self.state.totals["lost"] = self.state.totals.get("lost", 0.0) + 1  # older checkpoints lack it
         else:
             experience = Experience(
                 sample, float(outcome.reward), float(outcome.duration_s), bool(outcome.valid),
-                ran=ran_something(outcome), slot_period_s=period_s,
+                ran=prompts.ran_something(outcome), slot_period_s=period_s,
             )  # fmt: skip
             self.state.buffer.append(experience)
             self.count(experience, staleness)
         if outcome.valid and outcome.score is not None:
             with self.lock:
-                self.remember(job, float(outcome.score), outcome.stdout_tail, slot)
+                task = self.by_slug[job.task_slug]
+                prompts.remember(
+                    self.state,
+                    self.config.max_pool,
+                    task,
+                    job,
+                    float(outcome.score),
+                    outcome.stdout_tail,
+                    slot,
+                )
         self.observer.on_attempt_finished(
             finished.attempt_id, sample, outcome, self.executor.now(), staleness
         )
@@ -289,39 +248,6 @@ class _Run:
         totals["staleness"] += staleness
         totals["staleness_max"] = max(totals["staleness_max"], staleness)
 
-    def release_slot(self, attempt_id: str, outcome: AttemptOutcome) -> tuple[int | None, float | None]:
-        """Free the attempt's slot, add its Δt to the slot's time (an attempt that ran nothing freed its slot
-        at once: no time), and return (slot, the slot's period at the attempt's launch)."""
-        slot = self.state.slot_of.pop(attempt_id, None)
-        if slot is not None:
-            seconds, finished = self.state.slot_time.get(slot, (0.0, 0))
-            ran_s = float(outcome.duration_s) if ran_something(outcome) else 0.0
-            self.state.slot_time[slot] = (seconds + ran_s, finished + 1)
-        return slot, self.state.period_s.pop(attempt_id, None)
-
-    def remember(self, job: Job, score: float, stdout_tail: str, slot: int | None) -> None:
-        """Add a valid attempt (its `score`, output and id) to its task's improve pool and its slot's
-        lineage; track the task's best."""
-        task = self.by_slug[job.task_slug]
-        better = functools.partial(is_better, higher_is_better=task.higher_is_better)
-        best = self.state.best.get(task.slug)
-        if best is None or better(score, best.score):
-            self.state.best[task.slug] = BestSolution(job.attempt_id, score, job.sample.response)
-        entry = PreviousSolution(program_code(job.sample.response), stdout_tail, score, job.attempt_id)
-        self.pool_add(task, entry)
-        if slot is not None:
-            self.state.lineage[f"{slot}:{task.slug}"] = entry
-
-    def pool_add(self, task: TaskInfo, entry: PreviousSolution) -> None:
-        """Put `entry` into the task's improve pool, which keeps the best `max_pool` distinct programs."""
-        better = functools.partial(is_better, higher_is_better=task.higher_is_better)
-        pool = self.state.pool.get(task.slug, [])
-        same = [p for p in pool if p.code == entry.code]
-        if same and not better(entry.score, same[0].score):
-            return  # the pool already holds this program with a score at least as good
-        pool = sorted([*(p for p in pool if p.code != entry.code), entry], key=lambda p: p.score)
-        self.state.pool[task.slug] = (pool[::-1] if task.higher_is_better else pool)[: self.config.max_pool]
-
     def seed_pools(self, baselines: Mapping[str, str]) -> None:
         """Run each task's baseline response once (ids f"{seed}-baseline-{n}") and pool the valid ones."""
         responses = {slug: [response] for slug, response in baselines.items() if slug in self.by_slug}
@@ -329,7 +255,7 @@ class _Run:
         found = previous_solutions(self.executor, self.tasks, responses, prefix=prefix)
         for slug, entries in found.items():
             for entry in entries:
-                self.pool_add(self.by_slug[slug], entry)
+                prompts.pool_add(self.state, self.config.max_pool, self.by_slug[slug], entry)
 
     def update(self) -> None:
         batch, self.state.buffer = (

@@ -34,7 +34,7 @@ class LoopConfig:
     None: the attempt budget alone ends the run."""
     improve_from: Literal["pool", "slots"] = "pool"
     """Where an improve prompt's earlier solution comes from: "pool", the task's shared pool; "slots", the
-    slot's own latest valid solution (the paper's batch slots; see the module docstring)."""
+    slot's own latest valid solution (the paper's batch slots; see rl_core.improve_prompts)."""
     sample_ahead: int = 1
     """Prompts per `policy.sample` call. 1: an attempt is sampled when its actor frees up. More (shared
     pool mode only): when an actor frees up and no sample is queued, this many are drawn in one batch from

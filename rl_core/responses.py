@@ -95,3 +95,13 @@ def parse_response(text: str) -> ParsedResponse:
     if not block.body.strip():
         return ParsedResponse(plan, None, "The response's Python code block is empty.")
     return ParsedResponse(plan, block.body, None)
+
+
+def program_code(response: str) -> str:
+    """The response's Python program, or the whole response when it has none.
+
+    >>> program_code("Plan.\\n```python\\nprint(1)\\n```\\n")
+    'print(1)\\n'
+    """
+    code = parse_response(response).code
+    return response if code is None else code

@@ -8,9 +8,10 @@ import pytest
 
 from rl_core.executors import FamilySpec, SimulatedExecutor
 from rl_core.learner import Learner, LearnerConfig
-from rl_core.loop import LoopConfig, program_code, run_loop
+from rl_core.loop import LoopConfig, run_loop
 from rl_core.policies.table import TablePolicy, render_program
 from rl_core.policy import TaskInfo
+from rl_core.responses import program_code
 from rl_core.seed_programs import previous_solutions
 
 TASK = TaskInfo("comp", "a task", "accuracy", True, "id", ("y",), 5000.0)

@@ -33,7 +33,7 @@ def cpu_threads(setting: int | None, device: torch.device, engine: str) -> int |
     if setting is not None:
         return setting
     if device.type == "cpu" and engine == "vllm":
-        return max(1, (os.cpu_count() or 2) // 2)
+        return max(1, usable_cores() // 2)
     return None
 
 
@@ -44,7 +44,13 @@ def learner_threads(share: int, *, sampler_busy: bool) -> int:
     >>> learner_threads(1, sampler_busy=True), learner_threads(64, sampler_busy=False)
     (1, 64)
     """
-    return share if sampler_busy else max(share, len(os.sched_getaffinity(0)))
+    return share if sampler_busy else max(share, usable_cores())
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or ``taskset`` may narrow
+    below the machine's count)."""
+    return len(os.sched_getaffinity(0))
 
 
 _set_num_threads = torch._C.set_num_threads
