@@ -227,11 +227,13 @@ def test_an_actor_waiting_for_the_background_sampler_does_not_hold_back_the_upda
         def __init__(self) -> None:
             super().__init__(["any"])
             self.calls, self.release, self.waiting = 0, threading.Event(), False
+            self.second_draw_began = threading.Event()
 
         def sample(self, prompts, *, generator):  # type: ignore[no-untyped-def]
             self.calls += 1
             if self.calls == 2:
                 self.waiting = True
+                self.second_draw_began.set()
                 self.release.wait(timeout=5)
                 self.waiting = False
             return super().sample(prompts, generator=generator)
@@ -242,6 +244,8 @@ def test_an_actor_waiting_for_the_background_sampler_does_not_hold_back_the_upda
             self.drawing_at_updates: list[bool] = []
 
         def on_update(self, version, metrics):  # type: ignore[no-untyped-def]
+            # The sampler's thread may not have begun the draw when the batch is in: give it the time.
+            self.policy.second_draw_began.wait(timeout=5)
             self.drawing_at_updates.append(self.policy.waiting)
             self.policy.release.set()
 
