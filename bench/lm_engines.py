@@ -6,9 +6,11 @@ compact solve prompt of a bundled-shaped competition, temperature 0.7, at most `
 each engine through rl_core's LMPolicy.sample (the loop's sampler; LMPolicyConfig.sampler, dtype, vllm_dtype
 and cpu_threads), with `generation_batch` = the batch size:
 - `transformers-fp32` and `-bf16`: transformers ``generate`` on the model in that dtype, 2 threads;
-- `vllm-bf16` and `vllm-fp32`: vLLM's copy in that dtype, inside this process, at the thread count an LM run
-  gives it on this machine (half the cores: rl_core.policies.lm.cores). Its `sync_s` is the first push of
-  the policy's merged weights (the warm-up call). Its `logprob_gap_abs`: mean |log π_vLLM - log π_score| per
+- `vllm-bf16` and `vllm-fp32`: vLLM's copy in that dtype, inside this process, eager, at the thread count an
+  LM run gives it on this machine (half the cores: rl_core.policies.lm.cores); `vllm-bf16-compiled`: the
+  same in bf16 with the model compiled by torch.compile (LMPolicyConfig.vllm_compiled). Its `sync_s` is the
+  first push of the policy's merged weights, `warm_up_s` the whole warm-up call (the engine's start, that
+  push and one response). Its `logprob_gap_abs`: mean |log π_vLLM - log π_score| per
   sampled token at the sampling temperature, against the learner's float32 `score` (what PPO's ratio sees
   at unchanged weights).
 The continuous-batching decoder and CTranslate2 were measured against vLLM once, before they were removed
@@ -44,11 +46,14 @@ TASK = TaskInfo(
 TEMPERATURE = 0.7
 
 
+_VLLM = {"sampler": "vllm", "dtype": "float32"}
+
 ENGINES = {
     "transformers-fp32": {"sampler": "transformers", "dtype": "float32", "cpu_threads": 2},
     "transformers-bf16": {"sampler": "transformers", "dtype": "bfloat16", "cpu_threads": 2},
-    "vllm-bf16": {"sampler": "vllm", "dtype": "float32", "vllm_dtype": "bfloat16"},
-    "vllm-fp32": {"sampler": "vllm", "dtype": "float32", "vllm_dtype": "float32"},
+    "vllm-bf16": _VLLM | {"vllm_dtype": "bfloat16", "vllm_compiled": False},
+    "vllm-fp32": _VLLM | {"vllm_dtype": "float32", "vllm_compiled": False},
+    "vllm-bf16-compiled": _VLLM | {"vllm_dtype": "bfloat16", "vllm_compiled": True},
 }
 """Each engine as LMPolicyConfig settings: the sampler, the dtypes, the threads (vLLM: an LM run's split)."""
 
@@ -69,16 +74,19 @@ def measure(engine: str, batch: int, new_tokens: int) -> dict[str, Any]:
     pushes the weights: its sync_s)."""
     policy = engine_policy(engine, batch, new_tokens)
     prompts = [Prompt(TASK, "solve")] * batch
+    started = time.perf_counter()
     [warm_up] = policy.sample(prompts[:1], generator=torch.Generator().manual_seed(1))
+    warm_up_s = time.perf_counter() - started
     started = time.perf_counter()
     samples = policy.sample(prompts, generator=torch.Generator().manual_seed(0))
     sample_s = time.perf_counter() - started
     tokens = sum(int(s.info["new_tokens"]) for s in samples)
     generation_s = float(samples[0].info["generation_s"])
     row = {"tokens": tokens, "generation_s": generation_s, "tokens_per_s": tokens / generation_s,
-           "sample_s": sample_s, "sync_s": float(warm_up.info["sync_s"])}  # fmt: skip
+           "sample_s": sample_s, "sync_s": float(warm_up.info["sync_s"]), "warm_up_s": warm_up_s}  # fmt: skip
     if policy.engine == "vllm":
         row |= logprob_gap(policy, samples)
+    policy.close()  # the next engine's memory
     return row
 
 
@@ -127,7 +135,7 @@ def main() -> None:
         "the generation call; sample_s with the old-log-prob forward where the policy re-scores; sync_s: "
         "vLLM's first weight push; logprob_gap_abs: vLLM's log-probs against the learner's float32 score"
     )
-    columns = ["engine", "batch", "tokens", "generation_s", "tokens_per_s", "sample_s", "sync_s"]
+    columns = ["engine", "batch", "tokens", "generation_s", "tokens_per_s", "sample_s", "sync_s", "warm_up_s"]
     print_table(rows, [*columns, "logprob_gap_abs"], title=title)
     print(f"\nfastest: {best['engine']} at batch {best['batch']}: {best['tokens_per_s']:.1f} tokens/s")
     write_json(

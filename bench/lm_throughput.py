@@ -21,9 +21,11 @@ its seconds per sample and the progress of the clipped objective (the advantage-
 samples' log-probs, sum over tokens / tokens).
 
 Reported per path: engine (which decoded), attempts_per_hour, tokens_per_s (new tokens / seconds of
-generation, each sample counting its share of its call), mean_batch_size (samples per generate call),
-update_s_per_sample, updates_at_s (each update's start on the run's clock and its seconds), attempts_at_s
-(each attempt's launch and finish on the executor's clock, which starts with the run), sync_s
+generation less the weight push before it, vLLM's start included in the first: the decoding rate a ceiling
+is measured by; each sample counts its share of its call), tokens_per_s_with_sync (the same with the pushes
+and the start counted: before 2026-12-07 this was tokens_per_s), mean_batch_size (samples per generate
+call), update_s_per_sample, updates_at_s (each update's start on the run's clock and its seconds),
+attempts_at_s (each attempt's launch and finish on the executor's clock, which starts with the run), sync_s
 (vLLM's start and weight pushes), valid_rate, the load average before and after (other processes share
 this machine's cores: say so when comparing). versus: each later path's attempts per hour over the first's;
 speedup = new / old.
@@ -109,11 +111,14 @@ def run_path(
 def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
     rows = arm.records
     share_s = sum(r.generation_s / r.batch for r in rows)
+    decode_s = sum((r.generation_s - r.sync_s) / r.batch for r in rows)
+    tokens = sum(r.new_tokens for r in rows)
     return {
         "attempts": len(rows),
         "wall_s": arm.wall_s,
         "attempts_per_hour": 3600 * len(rows) / arm.wall_s,
-        "tokens_per_s": sum(r.new_tokens for r in rows) / share_s if share_s else 0.0,
+        "tokens_per_s": tokens / decode_s if decode_s else 0.0,
+        "tokens_per_s_with_sync": tokens / share_s if share_s else 0.0,
         "mean_batch_size": len(rows) / sum(1 / r.batch for r in rows),
         "generation_s": share_s,
         "sync_s": sum(r.sync_s / r.batch for r in rows),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Practicum needs, when they are missing and we run as root.
 #   scripts/system.sh base   what every command needs: venv support for Python, bubblewrap (the sandbox),
-#                            util-linux and procps (prlimit, setpriv, kill: the sandbox's limits and uids)
+#                            util-linux and procps (prlimit, setpriv, kill: the sandbox's limits and uids),
+#                            g++ (torch.compile builds vLLM's CPU kernels with it; without it vLLM runs eager)
 #   scripts/system.sh test   base, plus Chromium (browser tests), Node.js (run.js's protocol tests),
 #                            PostgreSQL and Redis (the test suite)
 set -euo pipefail
@@ -12,6 +13,7 @@ python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v prlimit >/dev/null && command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/bin/kill ] || [ -x /bin/kill ] || need+=(procps)
+command -v g++ >/dev/null || command -v clang++ >/dev/null || need+=(g++)
 if [ "$profile" = test ]; then
     command -v chromium >/dev/null || need+=(chromium)
     command -v node >/dev/null || need+=(nodejs)  # the run page's protocol tests run run.js in node

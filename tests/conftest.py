@@ -1,8 +1,13 @@
 """Shared fixtures: an isolated data directory for every test and a named cast of users. A run that would
 test the web layer against SQLite is refused: the suite's database tests are for PostgreSQL (make test).
-Passwords are hashed at one PBKDF2 iteration in the test process (`pytest_configure`)."""
+Passwords are hashed at one PBKDF2 iteration in the test process (`pytest_configure`), and vLLM's compile
+cache lives in a folder of the session's, removed at its end."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -16,6 +21,13 @@ def pytest_configure(config) -> None:
     from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
     PBKDF2PasswordHasher.iterations = 1
+    if "VLLM_CACHE_ROOT" not in os.environ:  # each tiny model compiles anew: keep ~/.cache/vllm from growing
+        os.environ["VLLM_CACHE_ROOT"] = config._vllm_cache = tempfile.mkdtemp(prefix="practicum-vllm-")
+
+
+def pytest_unconfigure(config) -> None:
+    if getattr(config, "_vllm_cache", None):
+        shutil.rmtree(config._vllm_cache, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

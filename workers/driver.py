@@ -222,6 +222,7 @@ def run_supervise(
     resuming = latest_checkpoint(checkpoints) is not None
     services.run_set_status(run_id=run_id, status=Run.Status.RUNNING)
     services.run_record_hardware(run_id=run_id, hardware=hardware(config))
+    policy: Policy | None = None
     try:
         executor = executor or local_executor(run_id, config, competitions, root / "attempts")
         for competition in competitions:  # a validation split is made once, here, before any worker needs it
@@ -261,6 +262,7 @@ def run_supervise(
     finally:
         if executor is not None:
             executor.close()
+        getattr(policy, "close", lambda: None)()  # an LM's vLLM engine: its memory back to the process
         getattr(outer, "close", lambda: None)()
     services.run_set_status(run_id=run_id, status=Run.Status.FINISHED)
     return summary

