@@ -68,8 +68,8 @@ class LMPath:
     micro_batch: int
     engine: str = "auto"
     """LMPolicyConfig.sampler: which engine decodes ("auto" is what an LM run gets: vLLM on this CPU)."""
-    vllm_compiled: bool | None = None
-    """LMPolicyConfig.vllm_compiled; None is what an LM run gets (compiled where a C++ compiler is found)."""
+    vllm_compiled: bool = False
+    """LMPolicyConfig.vllm_compiled (False, eager, is what an LM run gets)."""
     cpu_threads: int | None = 2
     """LMPolicyConfig.cpu_threads; None is what an LM run gets (rl_core.policies.lm.cores: half the cores
     where vLLM samples on a CPU)."""
@@ -96,7 +96,7 @@ PATHS = {
     "new": _new_path(),
     "new-hf": replace(_new_path(), engine="transformers", cpu_threads=2),
     "new-16": replace(_new_path(), sample_ahead=16),
-    "new-eager": replace(_new_path(), vllm_compiled=False),
+    "new-compiled": replace(_new_path(), vllm_compiled=True),
 }  # fmt: skip
 """batch: the synchronous loop, B programs in one generate call (the LM benchmarks before issue 13);
 old: the asynchronous loop drawing one program whenever an actor frees up, transformers decoding, float32
@@ -107,7 +107,7 @@ learner updates while it decodes), bf16 scoring where the CPU has it, PPO as rl_
 LM_PPO_EPOCHS and LM_MICRO_BATCH;
 new-hf: new decoded by transformers ``generate``;
 new-16: new drawing 16 programs per call;
-new-eager: new with vLLM's model run eagerly rather than compiled."""
+new-compiled: new with vLLM's model compiled by torch.compile rather than run eagerly."""
 
 
 @dataclass

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Practicum needs, when they are missing and we run as root.
 #   scripts/system.sh base   what every command needs: venv support for Python, bubblewrap (the sandbox),
-#                            util-linux and procps (prlimit, setpriv, kill: the sandbox's limits and uids),
-#                            g++ (torch.compile builds vLLM's CPU kernels with it; without it vLLM runs eager)
+#                            util-linux and procps (prlimit, setpriv, kill: the sandbox's limits and uids)
 #   scripts/system.sh test   base, plus Chromium (browser tests), Node.js (run.js's protocol tests),
+#                            g++ (the compiled-vLLM test: torch.compile builds CPU kernels with it),
 #                            PostgreSQL and Redis (the test suite)
 set -euo pipefail
 
@@ -13,10 +13,10 @@ python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v prlimit >/dev/null && command -v setpriv >/dev/null || need+=(util-linux)
 [ -x /usr/bin/kill ] || [ -x /bin/kill ] || need+=(procps)
-command -v g++ >/dev/null || command -v clang++ >/dev/null || need+=(g++)
 if [ "$profile" = test ]; then
     command -v chromium >/dev/null || need+=(chromium)
     command -v node >/dev/null || need+=(nodejs)  # the run page's protocol tests run run.js in node
+    command -v g++ >/dev/null || command -v clang++ >/dev/null || need+=(g++)  # LMPolicyConfig.vllm_compiled
     command -v redis-server >/dev/null || need+=(redis-server)
     command -v pg_ctlcluster >/dev/null || need+=(postgresql)
 fi

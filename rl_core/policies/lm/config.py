@@ -88,13 +88,13 @@ class LMPolicyConfig:
     """The dtype of vLLM's copy of the weights. bf16 decoded SmolLM2-135M 1.5-1.7x faster than float32 on this
     CPU (issue 23's table); its log-probs differ from the learner's float32 ones by bf16 rounding, which the
     PPO ratio absorbs (tests/rl_core/policies/test_lm_vllm.py states the tolerance)."""
-    vllm_compiled: bool | None = None
-    """vLLM's model compiled by torch.compile when its engine starts (True), or run eagerly (False: vLLM's
-    ``enforce_eager``). None: compiled wherever torch.compile can build its kernels (CUDA, or a C++ compiler
-    on the PATH for a CPU: `engines.can_compile`), else eager. Measured on this project's 2-core CPU
-    (bench/lm_engines.py, SmolLM2-135M in bf16 at 1 thread, one call per cell, docs/benchmarks.md "Eager or
-    compiled vLLM"): compiled decoded 223 / 353 tokens/s at batch 8 / 16 against 167 / 279 eager, and took
-    about 30 s more to start."""
+    vllm_compiled: bool = False
+    """vLLM's model compiled by torch.compile when its engine starts (True; on a CPU it needs a C++ compiler
+    on the PATH), or run eagerly (False: vLLM's ``enforce_eager``). Measured on this project's 2-core CPU
+    (docs/benchmarks.md, "Eager or compiled vLLM"): a lone call of 8 decoded 1.16-1.39x faster compiled (4
+    paired calls), but the engine took 55-87 s to start against 2-16 s, and in the loop's quick run (16
+    attempts) eager finished first in both paired runs (133 against 156 s, 149 against 243 s). Eager stays
+    the default until a longer run measures compiled ahead."""
     vllm_kv_cache_gib: float = 2.0
     """vLLM's KV cache on a CPU, in GiB (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
     cpu_threads: int | None = None

