@@ -93,8 +93,9 @@ class LMPolicyConfig:
     on the PATH), or run eagerly (False: vLLM's ``enforce_eager``). Measured on this project's 2-core CPU
     (docs/benchmarks.md, "Eager or compiled vLLM"): a lone call of 8 decoded 1.16-1.39x faster compiled (4
     paired calls), but the engine took 55-87 s to start against 2-16 s, and in the loop's quick run (16
-    attempts) eager finished first in both paired runs (133 against 156 s, 149 against 243 s). Eager stays
-    the default until a longer run measures compiled ahead."""
+    attempts) eager finished first in both paired runs (133 against 156 s, 149 against 243 s); over 48, one
+    run, the two came out even (383 against 375 s). Eager stays the default until a longer run measures
+    compiled ahead."""
     vllm_kv_cache_gib: float = 2.0
     """vLLM's KV cache on a CPU, in GiB (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
     cpu_threads: int | None = None
