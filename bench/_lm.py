@@ -135,7 +135,9 @@ class AttemptRecord:
     staleness: int = 0
     """Policy versions between the one that drew the program and the one current when it finished."""
     sync_s: float = 0.0
-    """Seconds its generate call first spent handing the engine the newest weights (CTranslate2 converts)."""
+    """Seconds its generate call first spent handing the engine the newest weights."""
+    sampler_threads: float = 0.0
+    """The CPU threads its generate call decoded on, the mean over the engine's steps."""
     started_at: float = 0.0
     finished_at: float = 0.0
     """When the attempt was launched and when it finished, on the executor's clock (seconds since the arm's
@@ -206,6 +208,7 @@ class Recorder:
                 instrumentation=str(getattr(outcome, "instrumentation", "")), version=sample.policy_version,
                 batch=int(info.get("generation_batch", 1)), duration_s=float(outcome.duration_s),
                 staleness=staleness, sync_s=float(info.get("sync_s", 0.0)),
+                sampler_threads=float(info.get("sampler_threads", 0.0)),
                 started_at=self.started_at.pop(attempt_id, finished_at), finished_at=finished_at,
             )
         )  # fmt: skip

@@ -26,7 +26,9 @@ is measured by; each sample counts its share of its call), tokens_per_s_with_syn
 and the start counted: before 2026-12-07 this was tokens_per_s), mean_batch_size (samples per generate
 call), update_s_per_sample, updates_at_s (each update's start on the run's clock and its seconds),
 attempts_at_s (each attempt's launch and finish on the executor's clock, which starts with the run), sync_s
-(vLLM's start and weight pushes), valid_rate, the load average before and after (other processes share
+(vLLM's start and weight pushes), sampler_threads (the CPU threads vLLM decoded on, the mean over its steps
+weighted by decoding time: 1 at its share on 2 cores, 2 when it decoded alone throughout), valid_rate, the
+load average before and after (other processes share
 this machine's cores: say so when comparing). versus: each later path's attempts per hour over the first's;
 speedup = new / old.
 
@@ -39,8 +41,10 @@ full: 48)
 
 from __future__ import annotations
 
+import gc
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -122,6 +126,11 @@ def figures(arm: ArmResult, learner: TimedLearner, load_before: float) -> dict:
         "mean_batch_size": len(rows) / sum(1 / r.batch for r in rows),
         "generation_s": share_s,
         "sync_s": sum(r.sync_s / r.batch for r in rows),
+        "sampler_threads": (
+            sum(r.sampler_threads * (r.generation_s - r.sync_s) / r.batch for r in rows) / decode_s
+            if decode_s
+            else None
+        ),
         "update_s": learner.seconds,
         "update_s_per_sample": learner.seconds / learner.samples if learner.samples else None,
         "updates_at_s": [[round(start, 1), round(seconds, 1)] for start, seconds in learner.updates],
@@ -140,11 +149,12 @@ def ceiling(tasks, adapter, settings: LMSettings, path: LMPath) -> dict[str, flo
     return lm_ceiling(policy, tasks, path.sample_ahead, seed=settings.seed)
 
 
-def update_sweep(batch, adapter, settings: LMSettings) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    """One update of `batch` per (epochs, micro-batch), each on a fresh copy of the warm start."""
+def update_sweep(batch, adapter, settings: LMSettings) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """One update of `batch` per (epochs, micro-batch), each on a fresh copy of the warm start, a row at a
+    time (the caller saves each: a micro-batch of 4 long programs holds several GiB of logits at its peak,
+    and two earlier runs' sweeps were killed for memory before their first row was written)."""
     from rl_core.learner import Learner
 
-    rows = []
     for epochs, micro in SWEEP:
         path = replace(PATHS["new"], ppo_epochs=epochs, micro_batch=micro)
         policy = lm_policy(settings, adapter=adapter, seed=settings.seed)
@@ -156,15 +166,14 @@ def update_sweep(batch, adapter, settings: LMSettings) -> list[dict[str, Any]]: 
         seconds = time.perf_counter() - started
         after, advantages = mean_logprobs(policy, batch), learner.advantages(batch).tolist()
         progress = sum(a * (n - b) for a, n, b in zip(advantages, after, before, strict=True)) / len(batch)
-        rows.append(
-            {
-                "ppo_epochs": epochs,
-                "micro_batch": micro,
-                "update_s_per_sample": seconds / len(batch),
-                "objective_progress": progress,
-            }
-        )
-    return rows
+        del learner, policy  # this row's model, adapters and optimiser state, before the next row's
+        gc.collect()
+        yield {
+            "ppo_epochs": epochs,
+            "micro_batch": micro,
+            "update_s_per_sample": seconds / len(batch),
+            "objective_progress": progress,
+        }
 
 
 def mean_logprobs(policy, batch) -> list[float]:  # type: ignore[no-untyped-def]
@@ -233,8 +242,10 @@ def main() -> None:
     if ceilings:
         print_table(ceilings, list(ceilings[0]), title="One batch sample call alone, per engine")
     if last_batch and "new" in compared:
-        results["update_sweep"] = update_sweep(last_batch, adapter, settings)
-        save()
+        results["update_sweep"] = []
+        for row in update_sweep(last_batch, adapter, settings):
+            results["update_sweep"].append(row)
+            save()
         print_table(results["update_sweep"], list(results["update_sweep"][0]), title="PPO update settings")
     for pair, ratio in results["versus"].items():
         print(f"attempts per hour, {pair}: {ratio:.2f}")

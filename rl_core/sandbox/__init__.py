@@ -114,6 +114,7 @@ from rl_core.sandbox.command import (
 from rl_core.sandbox.host import acquire_uid, is_root, namespace_flags, release_uid, tool
 from rl_core.sandbox.reads import ReadWatch
 from rl_core.sandbox.supervisor import MAX_SCRATCH_ENTRIES, Ended, Supervisor, scratch_over, scratch_usage
+from rl_core.workload import PROGRAMS
 
 logger = logging.getLogger(__name__)
 
@@ -325,7 +326,8 @@ def execute(request: ExecutionRequest) -> ExecutionResult:
         watch = ReadWatch(watched) if watched is not None else None
         argv, env = build_command(request, isolation, uid, channel.child_fd if channel else None)
         supervisor = Supervisor(request, isolation, uid)
-        ended = supervisor.run(argv, env, channel)
+        with PROGRAMS.running():  # an LM sampler of this process leaves the program its share of the cores
+            ended = supervisor.run(argv, env, channel)
         inputs_read = watch.files_read() if watch is not None else None
     finally:
         release_uid(uid)

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from rl_core.sandbox import (
     host,
     prune_scratch,
 )
+from rl_core.workload import PROGRAMS
 
 
 class Sandbox:
@@ -169,6 +171,21 @@ def test_it_times_out_and_reports_the_limit_as_the_duration(box):
 def test_it_measures_the_duration_of_a_program(box):
     result = box.run("import time; time.sleep(0.5)")
     assert 0.5 <= result.duration_s < 5
+
+
+def test_a_running_program_is_counted_for_the_lm_sampler_and_uncounted_once_it_ends(box):
+    """rl_core.workload.PROGRAMS: an LM sampler of this process keeps to its share of the cores while > 0."""
+    runner = threading.Thread(
+        target=box.run, args=("open('started', 'w').close(); import time; time.sleep(2)",)
+    )
+    assert PROGRAMS.now() == 0
+    runner.start()
+    deadline = time.monotonic() + 30
+    while not list(box.scratch.glob("attempt-*/started")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    counted = PROGRAMS.now()
+    runner.join(60)
+    assert (counted, PROGRAMS.now()) == (1, 0)
 
 
 def test_program_sees_an_empty_environment_apart_from_what_python_needs(box):

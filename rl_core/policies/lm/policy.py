@@ -56,13 +56,14 @@ import torch
 from transformers import GenerationConfig, StoppingCriteriaList
 
 from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
-from rl_core.policies.lm.cores import cpu_threads, learner_threads, use_threads
+from rl_core.policies.lm.cores import cpu_threads, threads_now, use_threads
 from rl_core.policies.lm.engines import VLLMEngine, choose_engine, vllm_settings
 from rl_core.policies.lm.precision import autocast, autocast_dtype
 from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
 from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
+from rl_core.workload import PROGRAMS
 
 
 def _seed(generator: torch.Generator) -> int:
@@ -115,11 +116,11 @@ class LMPolicy:
         self.cpu_threads = cpu_threads(config.cpu_threads, self.device, engine)
         if self.cpu_threads is not None:
             use_threads(self.cpu_threads)
-        self._engine = (  # None: transformers samples self.model
-            VLLMEngine(self, vllm_settings(config, model_path, self.eos_ids, self.cpu_threads, self.device))
-            if engine == "vllm" and model_path is not None
-            else None
-        )
+        self._engine: VLLMEngine | None = None  # None: transformers samples self.model
+        if engine == "vllm" and model_path is not None:
+            settings = vllm_settings(config, model_path, self.eos_ids, self.cpu_threads, self.device)
+            automatic_split = self.cpu_threads is not None and config.cpu_threads is None
+            self._engine = VLLMEngine(self, settings, self.sampler_alone if automatic_split else None)
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -197,7 +198,8 @@ class LMPolicy:
 
         ``Sample.action`` is a `TokenAction` of the sampled ids. ``Sample.info`` holds prompt_tokens,
         new_tokens, stop ("code_block", "eos" or "length"), sampler, and the batch's sync_s (pushing vLLM the
-        newest weights first), generation_s and tokens_per_s (generated tokens / generation seconds). vLLM
+        newest weights first), generation_s, tokens_per_s (generated tokens / generation seconds) and
+        sampler_threads (the CPU threads it decoded on, the mean over vLLM's steps). vLLM
         takes the prompts in one call and batches them itself; transformers `generation_batch` at a time.
         """
         if self._engine is not None:
@@ -213,10 +215,12 @@ class LMPolicy:
         with self.weights_lock:
             sync_s, version = engine.sync_if_moved(), self.version
         started = time.perf_counter()
-        raw, logprobs = engine.generate(prompt_ids, seed)
+        drawn = engine.generate(prompt_ids, seed)
+        threads = drawn.threads if drawn.threads is not None else torch.get_num_threads()
         return self._samples(
-            prompts, prompt_ids, raw, logprobs, started=started, sync_s=sync_s, version=version
-        )
+            prompts, prompt_ids, drawn.ids, drawn.logprobs, started=started, sync_s=sync_s, version=version,
+            threads=threads,
+        )  # fmt: skip
 
     def _sample_transformers(self, prompts: Sequence[Prompt], *, seed: int) -> list[Sample]:
         """Decode and re-score with the policy's own model, all under the weights lock."""
@@ -225,8 +229,9 @@ class LMPolicy:
             started = time.perf_counter()
             raw = self._generate(prompt_ids, seed)
             return self._samples(
-                prompts, prompt_ids, raw, None, started=started, sync_s=0.0, version=self.version
-            )
+                prompts, prompt_ids, raw, None, started=started, sync_s=0.0, version=self.version,
+                threads=torch.get_num_threads(),
+            )  # fmt: skip
 
     def _samples(
         self,
@@ -238,9 +243,11 @@ class LMPolicy:
         started: float,
         sync_s: float,
         version: int,
+        threads: float,
     ) -> list[Sample]:
-        """The samples of one generation call that began at `started`: each response cut where it ends, with
-        the engine's log-probs (`drawn`, cut likewise) or, for None, π's now by the `score` forward."""
+        """The samples of one generation call that began at `started` and decoded on `threads` CPU threads
+        (on average): each response cut where it ends, with the engine's log-probs (`drawn`, cut likewise)
+        or, for None, π's now by the `score` forward."""
         elapsed = max(time.perf_counter() - started, 1e-9)
         responses = [trim_response(ids, self.tokenizer, self.eos_ids) for ids in raw]
         response_ids = [ids for ids, _ in responses]
@@ -254,6 +261,7 @@ class LMPolicy:
             "sync_s": sync_s,
             "generation_s": elapsed,
             "tokens_per_s": produced / elapsed,
+            "sampler_threads": threads,
         }
         return [
             Sample(
@@ -289,7 +297,15 @@ class LMPolicy:
         assert self.cpu_threads is not None, "only on a CPU with a thread count"
         if self.config.cpu_threads is not None or self._engine is None:
             return self.cpu_threads
-        return learner_threads(self.cpu_threads, sampler_busy=self._engine.busy())
+        return threads_now(self.cpu_threads, alone=not self._engine.busy())
+
+    def sampler_alone(self) -> bool:
+        """Whether vLLM would decode alone now: no sandboxed program of this process runs and nothing holds
+        the weights lock (no update, checkpoint or frozen-LM decode), so its next step may take every core."""
+        if PROGRAMS.now() or not self.weights_lock.acquire(blocking=False):
+            return False
+        self.weights_lock.release()
+        return True
 
     def token_logprobs(
         self, prompt_ids: list[list[int]], response_ids: list[list[int]]

@@ -15,6 +15,9 @@ What the sampler does, and nothing else (when to push is the policy's decision, 
 - `generate(prompt_ids, seed)`: the sampled ids after each prompt and, for each, its log-prob under the
   distribution it was drawn from: vLLM's "processed_logprobs" mode, log softmax of the logits after
   temperature (and top-p), in float32. With top_p = 1 that is π = softmax(logits / τ) of the engine's copy.
+  It runs vLLM's engine a step at a time, so that on a CPU the thread count is chosen before each step:
+  every core while the sampler works alone (the `alone` callback), its share (`VLLMSettings.threads`)
+  otherwise (rl_core.policies.lm.cores).
 
 Not done here: LoRA adapters served by vLLM (slower on this CPU, measured in issue 23), several engines per
 process, tensor parallelism. The copy runs in `VLLMSettings.dtype`: bf16 by default, so its log-probs
@@ -28,13 +31,13 @@ import gc
 import os
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 
-from rl_core.policies.lm.cores import use_threads
+from rl_core.policies.lm.cores import threads_now, use_threads
 
 ENGINE_ENVIRONMENT = {
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # the engine in this process: weights pushed as tensors
@@ -56,7 +59,8 @@ class VLLMSettings:
     stop_token_ids: tuple[int, ...]
     dtype: Literal["bfloat16", "float32"] = "bfloat16"
     threads: int | None = None
-    """CPU threads the engine decodes with, set in the calling thread before each call; None leaves them."""
+    """The engine's share of the CPU threads, set in the calling thread before each step (every core while
+    it decodes alone); None leaves torch's count as it is."""
     kv_cache_gib: float = 2.0
     """The KV cache on a CPU (SmolLM2-135M: 16 rows of 3,072 positions take about 1.1 GiB)."""
     gpu_memory_utilization: float = 0.3
@@ -66,14 +70,32 @@ class VLLMSettings:
     """torch.compile the model at the start (vLLM's default) rather than run it eagerly (`enforce_eager`)."""
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What one `VLLMSampler.generate` call drew."""
+
+    ids: list[list[int]]
+    """The sampled ids after each prompt (cut afterwards by `stopping.trim_response`)."""
+    logprobs: list[list[float]]
+    """Each sampled token's log-prob under the distribution it was drawn from."""
+    threads: float | None
+    """The CPU threads the engine's steps ran on, on average (None: torch's count was left alone)."""
+
+
 class VLLMSampler:
     """A vLLM engine over `settings.model_path`, started on the first call, its weights replaced by `push`.
 
     One engine call at a time (vLLM's offline engine is not thread-safe): a lock serialises them.
+
+    Args:
+        settings: the engine's settings.
+        alone: called before each decoding step where `settings.threads` is set: True while nothing else of
+            this process needs the cores, so the step runs on all of them. None: never alone.
     """
 
-    def __init__(self, settings: VLLMSettings) -> None:
+    def __init__(self, settings: VLLMSettings, alone: Callable[[], bool] | None = None) -> None:
         self.settings = settings
+        self.alone = alone
         self._llm: Any = None
         self._lock = threading.Lock()
 
@@ -91,18 +113,22 @@ class VLLMSampler:
                 if torch.cuda.is_available()
                 else {"kv_cache_memory_bytes": int(settings.kv_cache_gib * 2**30)}
             )
-            _ENGINES.opened(self)
-            self._llm = LLM(
-                model=settings.model_path,
-                dtype=settings.dtype,
-                enforce_eager=not settings.compiled,
-                max_model_len=settings.max_prompt_tokens + settings.max_new_tokens,
-                seed=settings.seed,
-                logprobs_mode="processed_logprobs",
-                max_logprobs=1,
-                **memory,
-                **whole_prompts(settings.max_prompt_tokens + settings.max_new_tokens),
-            )
+            _ENGINES.opened(self)  # before it starts: no other engine may be freed while it sets up
+            try:
+                self._llm = LLM(
+                    model=settings.model_path,
+                    dtype=settings.dtype,
+                    enforce_eager=not settings.compiled,
+                    max_model_len=settings.max_prompt_tokens + settings.max_new_tokens,
+                    seed=settings.seed,
+                    logprobs_mode="processed_logprobs",
+                    max_logprobs=1,
+                    **memory,
+                    **whole_prompts(settings.max_prompt_tokens + settings.max_new_tokens),
+                )
+            except BaseException:
+                _ENGINES.retire(self, None)
+                raise
         return self._llm
 
     def busy(self) -> bool:
@@ -126,9 +152,8 @@ class VLLMSampler:
             llm.collective_rpc("reload_weights", kwargs={"weights_iterator": converted})
             llm.reset_prefix_cache()  # cached prompt keys and values are the old weights' (a test caught it)
 
-    def generate(self, prompt_ids: list[list[int]], seed: int) -> tuple[list[list[int]], list[list[float]]]:
-        """The sampled ids after each prompt (cut afterwards by `stopping.trim_response`) and each sampled
-        token's log-prob under the distribution it was drawn from; prompt i is seeded with `seed` + i."""
+    def generate(self, prompt_ids: list[list[int]], seed: int) -> Drawn:
+        """The sampled ids after each prompt and their log-probs; prompt i is seeded with `seed` + i."""
         from vllm import SamplingParams
 
         settings = self.settings
@@ -146,10 +171,34 @@ class VLLMSampler:
         ]
         prompts = [{"prompt_token_ids": ids} for ids in prompt_ids]
         with self._lock:
-            if settings.threads is not None:
-                use_threads(settings.threads)
-            outputs = self.llm().generate(prompts, params, use_tqdm=False)
-        return [list(out.outputs[0].token_ids) for out in outputs], [_logprobs(out) for out in outputs]
+            llm = self.llm()
+            request_ids = llm.enqueue(prompts, params, use_tqdm=False)  # vLLM's internal ids
+            outputs, threads = self._run(llm.llm_engine, request_ids)
+        return Drawn(
+            [list(out.outputs[0].token_ids) for out in outputs], [_logprobs(out) for out in outputs], threads
+        )
+
+    def _run(self, engine: Any, request_ids: list[str]) -> tuple[list[Any], float | None]:
+        """Step `engine` until the requests `request_ids` finish, choosing the thread count before each step
+        (as ``LLM.generate`` steps it, which fixes the count for the whole call); their outputs in the order
+        they were added (by the LLM's request counter, as ``LLM.generate`` orders them), and the steps' mean
+        thread count."""
+        share, finished, counts = self.settings.threads, [], []
+        try:
+            while engine.has_unfinished_requests():
+                if share is not None:
+                    counts.append(threads_now(share, alone=self.alone is not None and self.alone()))
+                    use_threads(counts[-1])
+                finished += [out for out in engine.step() if out.finished]
+        except BaseException:
+            engine.abort_request(request_ids, internal=True)  # the next call starts from an empty engine
+            raise
+        if len(finished) != len(request_ids):
+            raise RuntimeError(f"vLLM finished {len(finished)} of the {len(request_ids)} requests it got")
+        if share is not None:
+            use_threads(share)
+        outputs = sorted(finished, key=lambda out: int(out.request_id))
+        return outputs, (sum(counts) / len(counts) if counts else None)
 
 
 class _Engines:
@@ -169,9 +218,11 @@ class _Engines:
             self._open.add(sampler)
 
     def retire(self, sampler: VLLMSampler, llm: Any) -> None:
+        """`sampler` is done with `llm` (None: its engine never started)."""
         with self._lock:
             self._open.discard(sampler)
-            self._retired.append(llm)
+            if llm is not None:
+                self._retired.append(llm)
             if self._open:
                 return
             self._retired.clear()

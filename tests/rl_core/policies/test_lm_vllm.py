@@ -219,9 +219,66 @@ def test_a_draw_whose_prompts_pass_one_steps_token_budget_samples_with_seeds_on_
         stop_token_ids=(), dtype="float32", kv_cache_gib=0.05,
     ))  # fmt: skip
     prompts = [[5 + (i * 7 + row) % 40 for i in range(1500)] for row in range(3)]
-    ids, logprobs = sampler.generate(prompts, seed=11)
-    assert [len(row) for row in ids] == [4, 4, 4]
-    assert all(len(lp) == 4 and all(v <= 0 for v in lp) for lp in logprobs)
-    again, _ = sampler.generate(prompts, seed=11)
+    drawn = sampler.generate(prompts, seed=11)
+    assert [len(row) for row in drawn.ids] == [4, 4, 4]
+    assert all(len(lp) == 4 and all(v <= 0 for v in lp) for lp in drawn.logprobs)
+    again = sampler.generate(prompts, seed=11)
     sampler.close()
-    assert again == ids, "seeded draws repeat"
+    assert again.ids == drawn.ids, "seeded draws repeat"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the sampler's share is every core")
+def test_vllm_chooses_its_threads_before_each_step_every_core_alone_its_share_otherwise(model_folder):
+    """The sampler asks `alone` before every decoding step: always alone, every step on every core; never, on
+    its share; alone for the first 3 steps of 24 only, on every core for those and its share after."""
+    from rl_core.policies.lm.vllm_engine import VLLMSampler, VLLMSettings
+
+    cores = len(os.sched_getaffinity(0))
+    answers: list[bool] = []
+    sampler = VLLMSampler(
+        VLLMSettings(
+            model_path=model_folder, temperature=0.7, top_p=1.0, max_new_tokens=24, max_prompt_tokens=64,
+            stop_token_ids=(), dtype="float32", kv_cache_gib=0.05, threads=1,
+        ),
+        alone=lambda: answers.pop(0),
+    )  # fmt: skip
+    prompt = [[5, 6, 7, 8]]
+    before = torch.get_num_threads()
+    try:
+        answers[:] = [True] * 24
+        assert sampler.generate(prompt, seed=3).threads == cores
+        answers[:] = [False] * 24
+        assert sampler.generate(prompt, seed=3).threads == 1
+        answers[:] = [True] * 3 + [False] * 21
+        mixed = sampler.generate(prompt, seed=3)
+        assert mixed.threads == (3 * cores + 21) / 24 and len(mixed.ids[0]) == 24
+        assert answers == [] and torch.get_num_threads() == 1, (
+            "one question per step; back at its share after"
+        )
+    finally:
+        sampler.close()
+        use_threads(before)
+
+
+def test_the_policys_sampler_is_alone_only_while_no_update_and_no_sandboxed_program_runs(policy):
+    """`LMPolicy.sampler_alone`: False while another thread holds the weights lock (the loop's update) or a
+    program of this process runs in the sandbox (rl_core.workload.PROGRAMS), True otherwise; a draw records
+    the threads it decoded on."""
+    from rl_core.workload import PROGRAMS
+
+    assert policy.sampler_alone()
+    held, release = threading.Event(), threading.Event()
+    learner = threading.Thread(target=lambda: (policy.weights_lock.acquire(), held.set(), release.wait(30),
+                                               policy.weights_lock.release()))  # fmt: skip
+    learner.start()
+    held.wait(10)
+    try:
+        assert not policy.sampler_alone()
+    finally:
+        release.set()
+        learner.join(10)
+    with PROGRAMS.running():
+        assert not policy.sampler_alone()
+    assert policy.sampler_alone()
+    [sample] = draw(policy, [SOLVE])
+    assert sample.info["sampler_threads"] == len(os.sched_getaffinity(0))
