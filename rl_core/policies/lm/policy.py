@@ -26,18 +26,18 @@ weights, the version and the config, as plain data and tensors (checkpoints load
 The weights lock. The policy owns `weights_lock` (reentrant): a draw holds it while it reads the weights
 (with vLLM only while it pushes a new version, so the learner may update while vLLM decodes), the frozen LM's
 decode holds it while the adapters are off, and the loop's learner updates and checkpoints under it. So no
-sample ever comes from weights that are not the policy's, whichever thread draws.
+sample ever comes from weights that are not the policy's, whichever thread draws; and while another thread
+holds it, vLLM decodes on its share of the cores, not on all of them (`sampler_alone`).
 
-Layout of `score`: (B, T) tensors with T the longest response in the batch, each response right-aligned
-(its tokens in order in the last positions of its row, `mask` True there). Only those T positions get
-logits (``logits_to_keep``), so memory is O(B · T · vocabulary) per call; keep minibatches small on a CPU.
-The tensors come back on the CPU (gradients flow back to the model's device), to mix with the learner's.
+Layout of `score`: (B, T) tensors, each response right-aligned (`forward` says how), back on the CPU
+(gradients flow back to the model's device), to mix with the learner's.
 
 GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autocast: `LMPolicyConfig.autocast`.
-CPU threads: `cores` (half the cores each for the sampler and the learner where vLLM samples on a CPU; the
-learner takes them all while vLLM is idle).
-Modules beside this one: `config` (the settings), `engines` and `vllm_engine` (sampling), `weights` (where the
-weights come from; merged weights for vLLM), `stopping` (where a response ends), `precision`, `cores`.
+CPU threads: `cores` (half the cores each for the sampler and the learner where vLLM samples on a CPU;
+whichever works alone takes them all).
+Modules beside this one: `config` (the settings), `engines` and `vllm_engine` (sampling), `forward` (the
+scoring pass), `weights` (where the weights come from; merged weights for vLLM), `stopping` (where a response
+ends), `precision`, `cores`.
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once, LoRA
 adapters served by vLLM (slower on a CPU, issue 23).
 """
@@ -58,7 +58,8 @@ from transformers import GenerationConfig, StoppingCriteriaList
 from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
 from rl_core.policies.lm.cores import cpu_threads, threads_now, use_threads
 from rl_core.policies.lm.engines import VLLMEngine, choose_engine, vllm_settings
-from rl_core.policies.lm.precision import autocast, autocast_dtype
+from rl_core.policies.lm.forward import Forward, activation_checkpointing, left_pad
+from rl_core.policies.lm.precision import autocast_dtype
 from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
 from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
@@ -111,6 +112,8 @@ class LMPolicy:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.eos_ids = eos_ids(model, tokenizer)
         self.model = self._adapt(model)
+        self.forward = Forward(self.model, self.pad_id, config.temperature, self.device, self.autocast_dtype)
+        """The forward pass `score` and the old log-probs run (rl_core.policies.lm.forward)."""
         self.version = 0
         engine = choose_engine(config.sampler, self.device, model_path, model)
         self.cpu_threads = cpu_threads(config.cpu_threads, self.device, engine)
@@ -284,11 +287,11 @@ class LMPolicy:
             use_threads(self.scoring_threads())
         checkpointing = self.config.checkpoint_activations and torch.is_grad_enabled()
         with self.activation_checkpointing(enabled=checkpointing):
-            logprobs, mask, entropy = self._forward(prompt_ids, response_ids, with_entropy=True)
+            logprobs, mask, entropy = self.forward(prompt_ids, response_ids, with_entropy=True)
         reference = None
         if self.config.reference:
             with torch.no_grad(), self.model.disable_adapter():
-                reference = self._forward(prompt_ids, response_ids)[0].cpu()
+                reference = self.forward(prompt_ids, response_ids)[0].cpu()
         return Scored(logprobs.cpu(), mask.cpu(), entropy.cpu(), reference)
 
     def scoring_threads(self) -> int:
@@ -314,7 +317,7 @@ class LMPolicy:
         (B, T) mask, laid out as in `score` (on the model's device); no entropy and no reference. Supervised
         fine-tuning (`rl_core.warmstart`) trains on these, with `prompt_ids` and `response_ids` tokenized
         as `score` does."""
-        logprobs, mask, _ = self._forward(prompt_ids, response_ids)
+        logprobs, mask, _ = self.forward(prompt_ids, response_ids)
         return logprobs, mask
 
     def parameters(self) -> list[torch.nn.Parameter]:
@@ -350,22 +353,10 @@ class LMPolicy:
         if self._engine is not None:
             self._engine.close()
 
-    @contextlib.contextmanager
-    def activation_checkpointing(self, *, enabled: bool = True) -> Iterator[None]:
+    def activation_checkpointing(self, *, enabled: bool = True) -> contextlib.AbstractContextManager[None]:
         """Gradient (activation) checkpointing, and the training mode it needs, while the block runs; eval
         mode after. Call this around forward passes whose backward would not fit in memory otherwise."""
-        model = self.model.get_base_model()
-        if enabled:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            model.enable_input_require_grads()  # frozen embeddings: give the checkpointed blocks a grad input
-            self.model.train()
-        try:
-            yield
-        finally:
-            if enabled:
-                model.gradient_checkpointing_disable()
-                model.disable_input_require_grads()
-            self.model.eval()
+        return activation_checkpointing(self.model, enabled=enabled)
 
     # Extras: the frozen LM for instrumentation, and adapter folders.
 
@@ -395,7 +386,7 @@ class LMPolicy:
     @torch.no_grad()
     def _generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
         """Sampled ids after each prompt (B lists, padding after a row's end), with transformers."""
-        ids, attention = self._left_pad(prompt_ids)
+        ids, attention = left_pad(prompt_ids, self.pad_id, self.device)
         stop = CodeBlockStop(self.tokenizer, ids.shape[1])
         config = GenerationConfig(
             do_sample=True,
@@ -424,47 +415,8 @@ class LMPolicy:
         rows: list[list[float]] = []
         with torch.no_grad():
             for chunk in _chunks(len(prompt_ids), self.config.score_batch):
-                logprobs, mask, _ = self._forward(
+                logprobs, mask, _ = self.forward(
                     [prompt_ids[i] for i in chunk], [response_ids[i] for i in chunk]
                 )
                 rows += [row[m].tolist() for row, m in zip(logprobs.float().cpu(), mask.cpu(), strict=True)]
         return rows
-
-    def _forward(
-        self, prompt_ids: list[list[int]], response_ids: list[list[int]], *, with_entropy: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(B, T) log-probs of the right-aligned response tokens, (B, T) mask, (B,) mean entropy (zeros
-        unless `with_entropy`), under softmax(logits / τ) of the model as it is (adapters on or off)."""
-        lengths = torch.tensor([len(r) for r in response_ids], device=self.device)
-        width = max(int(lengths.max()), 0) if len(response_ids) else 0
-        ids, attention = self._left_pad([p + r for p, r in zip(prompt_ids, response_ids, strict=True)])
-        positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
-        with autocast(self.autocast_dtype, self.device):
-            out = self.model(
-                input_ids=ids,
-                attention_mask=attention,
-                position_ids=positions,
-                logits_to_keep=width + 1,
-                use_cache=False,
-            )
-        logits = out.logits[:, :-1].float()  # (B, T, V): position t predicts the token at t + 1
-        logp_all = torch.log_softmax(logits / self.config.temperature, dim=-1)
-        targets = ids[:, ids.shape[1] - width :]
-        mask = torch.arange(width, device=self.device)[None, :] >= (width - lengths)[:, None]
-        logprobs = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
-        entropy = torch.zeros(len(response_ids), device=self.device)
-        if with_entropy:
-            per_token = -(logp_all.exp() * logp_all).sum(dim=-1).masked_fill(~mask, 0.0)
-            entropy = per_token.sum(dim=1) / lengths.clamp(min=1)
-        return logprobs, mask, entropy
-
-    def _left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, W) ids and attention mask, each row right-aligned after `pad_id` padding."""
-        width = max(len(row) for row in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        for index, row in enumerate(rows):
-            if row:
-                ids[index, width - len(row) :] = torch.tensor(row)
-                attention[index, width - len(row) :] = 1
-        return ids.to(self.device), attention.to(self.device)
