@@ -260,8 +260,9 @@ def lm_ceiling(policy: Any, tasks: Sequence[BundledTask], batch: int, *, seed: i
     samples = policy.sample(prompts, generator=torch.Generator().manual_seed(seed))
     policy.close()
     seconds, tokens = float(samples[0].info["generation_s"]), sum(int(s.info["new_tokens"]) for s in samples)
-    return {"batch": len(samples), "seconds": seconds, "tokens": tokens,
-            "tokens_per_response": tokens / batch, "tokens_per_s": tokens / seconds}  # fmt: skip
+    return {"batch": len(samples), "threads": float(samples[0].info.get("sampler_threads", 0.0)),
+            "seconds": seconds, "tokens": tokens, "tokens_per_response": tokens / batch,
+            "tokens_per_s": tokens / seconds}  # fmt: skip
 
 
 def warm_start(
