@@ -14,7 +14,7 @@ import importlib.util
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -88,18 +88,23 @@ class VLLMEngine:
         policy: the policy whose version and merged weights reach vLLM.
         settings: the sampler's settings (`vllm_settings` makes them from an LMPolicyConfig).
         alone: whether vLLM decodes alone now, so on every core (`VLLMSampler`); None: never.
+        done: whether a row's sampled ids make a complete response, which stops it (`VLLMSampler`).
     """
 
     def __init__(
-        self, policy: Adapted, settings: VLLMSettings, alone: Callable[[], bool] | None = None
+        self,
+        policy: Adapted,
+        settings: VLLMSettings,
+        alone: Callable[[], bool] | None = None,
+        done: Callable[[Sequence[int]], bool] | None = None,
     ) -> None:
         self.policy = policy
-        self.sampler = VLLMSampler(settings, alone)
+        self.sampler = VLLMSampler(settings, alone, done)
         self.synced_version: int | None = None
 
     def generate(self, prompt_ids: list[list[int]], seed: int) -> Drawn:
-        """Sampled ids after each prompt (cut afterwards by `stopping.trim_response`), from the weights of the
-        last `sync_if_moved`, and each sampled token's log-prob under the distribution it was drawn from."""
+        """Sampled ids after each prompt (`Drawn.ids`), from the weights of the last `sync_if_moved`, and
+        each sampled token's log-prob under the distribution it was drawn from."""
         return self.sampler.generate(prompt_ids, seed)
 
     def busy(self) -> bool:

@@ -45,6 +45,7 @@ adapters served by vLLM (slower on a CPU, issue 23).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -60,7 +61,7 @@ from rl_core.policies.lm.cores import cpu_threads, threads_now, use_threads
 from rl_core.policies.lm.engines import VLLMEngine, choose_engine, vllm_settings
 from rl_core.policies.lm.forward import Forward, activation_checkpointing, left_pad
 from rl_core.policies.lm.precision import autocast_dtype
-from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, trim_response
+from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, response_closed, trim_response
 from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
@@ -122,8 +123,9 @@ class LMPolicy:
         self._engine: VLLMEngine | None = None  # None: transformers samples self.model
         if engine == "vllm" and model_path is not None:
             settings = vllm_settings(config, model_path, self.eos_ids, self.cpu_threads, self.device)
-            automatic_split = self.cpu_threads is not None and config.cpu_threads is None
-            self._engine = VLLMEngine(self, settings, self.sampler_alone if automatic_split else None)
+            alone = self.sampler_alone if self._widens else None
+            done = functools.partial(response_closed, self.tokenizer)
+            self._engine = VLLMEngine(self, settings, alone, done)
 
     def _load_base(self) -> tuple[Any, Any, Path | str]:
         """The base model, its tokenizer and where they came from, per `config.model`."""
@@ -298,9 +300,15 @@ class LMPolicy:
         """torch's thread count for scoring (the learner): `config.cpu_threads` when set; with the split
         `cores.cpu_threads` chose for vLLM, every core while vLLM is idle, else the learner's half."""
         assert self.cpu_threads is not None, "only on a CPU with a thread count"
-        if self.config.cpu_threads is not None or self._engine is None:
+        if not self._widens or self._engine is None:
             return self.cpu_threads
         return threads_now(self.cpu_threads, alone=not self._engine.busy())
+
+    @property
+    def _widens(self) -> bool:
+        """Whether the thread counts follow the work (the split `cores.cpu_threads` chose, no operator's
+        `config.cpu_threads`): the sampler and the learner each take every core while the other is idle."""
+        return self.cpu_threads is not None and self.config.cpu_threads is None
 
     def sampler_alone(self) -> bool:
         """Whether vLLM would decode alone now: no sandboxed program of this process runs and nothing holds

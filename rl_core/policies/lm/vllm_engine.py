@@ -15,9 +15,13 @@ What the sampler does, and nothing else (when to push is the policy's decision, 
 - `generate(prompt_ids, seed)`: the sampled ids after each prompt and, for each, its log-prob under the
   distribution it was drawn from: vLLM's "processed_logprobs" mode, log softmax of the logits after
   temperature (and top-p), in float32. With top_p = 1 that is π = softmax(logits / τ) of the engine's copy.
-  It runs vLLM's engine a step at a time, so that on a CPU the thread count is chosen before each step:
-  every core while the sampler works alone (the `alone` callback), its share (`VLLMSettings.threads`)
-  otherwise (rl_core.policies.lm.cores).
+  It runs vLLM's engine a step at a time (as vLLM's own ``LLMEngine`` example does), for two reasons:
+  - a row stops as soon as its response is complete (the `done` callback: the policy's "first closed
+    Python block", `stopping.response_closed`), which vLLM cannot express as a stop token or string.
+    Without it each row ran on to an end token or the length cap and was cut afterwards: measured, a
+    third of what vLLM decoded was thrown away (docs/benchmarks.md "Rows stopped at the closing fence").
+  - on a CPU the thread count is chosen before each step: every core while the sampler works alone (the
+    `alone` callback), its share (`VLLMSettings.threads`) otherwise (rl_core.policies.lm.cores).
 
 Not done here: LoRA adapters served by vLLM (slower on this CPU, measured in issue 23), several engines per
 process, tensor parallelism. The copy runs in `VLLMSettings.dtype`: bf16 by default, so its log-probs
@@ -28,11 +32,12 @@ tolerance).
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -75,7 +80,8 @@ class Drawn:
     """What one `VLLMSampler.generate` call drew."""
 
     ids: list[list[int]]
-    """The sampled ids after each prompt (cut afterwards by `stopping.trim_response`)."""
+    """The sampled ids after each prompt, up to a stop token, the step where `done` held, or the length cap
+    (cut afterwards by `stopping.trim_response`, the same rule for every sampler)."""
     logprobs: list[list[float]]
     """Each sampled token's log-prob under the distribution it was drawn from."""
     threads: float | None
@@ -91,13 +97,21 @@ class VLLMSampler:
         settings: the engine's settings.
         alone: called before each decoding step where `settings.threads` is set: True while nothing else of
             this process needs the cores, so the step runs on all of them. None: never alone.
+        done: called with a row's sampled ids after each step that added to them: True once the response is
+            complete, and the row stops there. None: rows run to a stop token or the length cap.
     """
 
-    def __init__(self, settings: VLLMSettings, alone: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        settings: VLLMSettings,
+        alone: Callable[[], bool] | None = None,
+        done: Callable[[Sequence[int]], bool] | None = None,
+    ) -> None:
         self.settings = settings
-        self.alone = alone
+        self.alone, self.done = alone, done
         self._llm: Any = None
         self._lock = threading.Lock()
+        self._request_ids = itertools.count()  # the engine's request ids, unique for its life
 
     def llm(self) -> Any:
         """The engine, started now if it is not yet (on a CPU for SmolLM2-135M: seconds eager, about a minute
@@ -155,6 +169,7 @@ class VLLMSampler:
     def generate(self, prompt_ids: list[list[int]], seed: int) -> Drawn:
         """The sampled ids after each prompt and their log-probs; prompt i is seeded with `seed` + i."""
         from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
 
         settings = self.settings
         params = [
@@ -166,39 +181,66 @@ class VLLMSampler:
                 seed=seed + index,
                 stop_token_ids=sorted(settings.stop_token_ids),
                 logprobs=0,
+                output_kind=RequestOutputKind.DELTA,  # each step's new tokens, so `done` sees every row
+                detokenize=False,  # ids only: no text, no stop strings
             )
             for index in range(len(prompt_ids))
         ]
-        prompts = [{"prompt_token_ids": ids} for ids in prompt_ids]
         with self._lock:
-            llm = self.llm()
-            request_ids = llm.enqueue(prompts, params, use_tqdm=False)  # vLLM's internal ids
-            outputs, threads = self._run(llm.llm_engine, request_ids)
-        return Drawn(
-            [list(out.outputs[0].token_ids) for out in outputs], [_logprobs(out) for out in outputs], threads
-        )
+            engine = self.llm().llm_engine
+            requests = [str(next(self._request_ids)) for _ in prompt_ids]
+            try:
+                for request, ids, row_params in zip(requests, prompt_ids, params, strict=True):
+                    engine.add_request(request, {"prompt_token_ids": ids}, row_params)
+                rows, threads = self._run(engine, requests)
+            except BaseException:
+                engine.abort_request(requests)  # the next call starts from an empty engine
+                raise
+        ordered = [rows[request] for request in requests]
+        return Drawn([row.ids for row in ordered], [row.logprobs for row in ordered], threads)
 
-    def _run(self, engine: Any, request_ids: list[str]) -> tuple[list[Any], float | None]:
-        """Step `engine` until the requests `request_ids` finish, choosing the thread count before each step
-        (as ``LLM.generate`` steps it, which fixes the count for the whole call); their outputs in the order
-        they were added (by the LLM's request counter, as ``LLM.generate`` orders them), and the steps' mean
-        thread count."""
-        share, finished, counts = self.settings.threads, [], []
-        try:
-            while engine.has_unfinished_requests():
-                if share is not None:
-                    counts.append(threads_now(share, alone=self.alone is not None and self.alone()))
-                    use_threads(counts[-1])
-                finished += [out for out in engine.step() if out.finished]
-        except BaseException:
-            engine.abort_request(request_ids, internal=True)  # the next call starts from an empty engine
-            raise
-        if len(finished) != len(request_ids):
-            raise RuntimeError(f"vLLM finished {len(finished)} of the {len(request_ids)} requests it got")
-        if share is not None:
-            use_threads(share)
-        outputs = sorted(finished, key=lambda out: int(out.request_id))
-        return outputs, (sum(counts) / len(counts) if counts else None)
+    def _run(self, engine: Any, requests: list[str]) -> tuple[dict[str, _Row], float | None]:
+        """Step `engine` until each of `requests` is finished or `done`, choosing the thread count before each
+        step (``LLM.generate`` fixes it for the whole call); each request's row, and the steps' mean thread
+        count."""
+        share, counts = self.settings.threads, []
+        rows = {request: _Row() for request in requests}
+        running = set(requests)
+        while running and engine.has_unfinished_requests():
+            if share is not None:
+                counts.append(threads_now(share, alone=self.alone is not None and self.alone()))
+                use_threads(counts[-1])
+            stopped = []
+            for output in engine.step():
+                row = rows[output.request_id]
+                row.extend(output.outputs[0])
+                if output.finished:
+                    running.discard(output.request_id)
+                elif self.done is not None and self.done(row.ids):
+                    stopped.append(output.request_id)
+            if stopped:
+                engine.abort_request(stopped)
+                running.difference_update(stopped)
+        if running:
+            raise RuntimeError(f"vLLM left {len(running)} of the {len(requests)} requests it got unfinished")
+        return rows, (sum(counts) / len(counts) if counts else None)
+
+
+@dataclass
+class _Row:
+    """One request's sampled ids and their log-probs, gathered step by step."""
+
+    ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+
+    def extend(self, completion: Any) -> None:
+        """Add a step's new tokens (a vLLM CompletionOutput in delta mode; it keeps a {token: Logprob} per
+        position)."""
+        self.ids += completion.token_ids
+        self.logprobs += [
+            float(step[token].logprob)
+            for token, step in zip(completion.token_ids, completion.logprobs, strict=True)
+        ]
 
 
 class _Engines:
@@ -242,12 +284,3 @@ def whole_prompts(max_model_len: int) -> dict[str, Any]:
     if torch.cuda.is_available():
         return {}
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(max_model_len, 8192)}
-
-
-def _logprobs(output: Any) -> list[float]:
-    """The sampled tokens' log-probs of one request's output (vLLM keeps a {token: Logprob} per position)."""
-    completion = output.outputs[0]
-    return [
-        float(step[token].logprob)
-        for token, step in zip(completion.token_ids, completion.logprobs, strict=True)
-    ]

@@ -227,6 +227,44 @@ def test_a_draw_whose_prompts_pass_one_steps_token_budget_samples_with_seeds_on_
     assert again.ids == drawn.ids, "seeded draws repeat"
 
 
+def test_a_row_stops_where_its_response_is_done_and_the_others_run_on(model_folder):
+    """`done` stops each row at the first step it holds: the row keeps exactly the ids and log-probs the
+    same seeded draw without `done` had up to there, the rows it never held for run to the length cap as
+    before, and the engine is left empty. (The policy's rule is the closed code block: the test after.)"""
+    from rl_core.policies.lm.vllm_engine import VLLMSampler, VLLMSettings
+
+    settings = VLLMSettings(
+        model_path=model_folder, temperature=0.7, top_p=1.0, max_new_tokens=24, max_prompt_tokens=64,
+        stop_token_ids=(), dtype="float32", kv_cache_gib=0.05,
+    )  # fmt: skip
+    prompts = [[5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15, 16]]
+    whole = VLLMSampler(settings)
+    try:
+        full = whole.generate(prompts, seed=5)
+    finally:
+        whole.close()
+    marker = full.ids[0][4]  # row 0 stops at its fifth token at the latest
+    ends = [row.index(marker) + 1 if marker in row else len(row) for row in full.ids]
+    assert ends[0] <= 5 and any(end == 24 for end in ends), "the draw tests both a stop and a row running on"
+    stopping = VLLMSampler(settings, done=lambda ids: ids[-1] == marker)
+    try:
+        cut = stopping.generate(prompts, seed=5)
+        assert not stopping.llm().llm_engine.has_unfinished_requests()
+    finally:
+        stopping.close()
+    assert cut.ids == [row[:end] for row, end in zip(full.ids, ends, strict=True)]
+    for logprobs, row, end in zip(cut.logprobs, full.logprobs, ends, strict=True):
+        assert logprobs == pytest.approx(row[:end], abs=1e-5)
+
+
+def test_the_policys_vllm_rows_stop_at_the_first_closed_code_block(policy):
+    """The policy gives vLLM the stopping rule every sampler has (`stopping.response_closed`)."""
+    done = policy._engine.sampler.done
+    encode = policy.tokenizer.encode
+    assert done(encode("Plan.\n```python\nprint(1)\n```"))
+    assert not done(encode("Plan.\n```python\nprint(1)\n"))
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the sampler's share is every core")
 def test_vllm_chooses_its_threads_before_each_step_every_core_alone_its_share_otherwise(model_folder):
     """The sampler asks `alone` before every decoding step: always alone, every step on every core; never, on
