@@ -143,3 +143,21 @@ def test_auto_autocasts_on_a_cpu_only_with_native_bf16(monkeypatch):
     assert autocast_dtype("auto", torch.device("cpu")) is torch.bfloat16
     monkeypatch.setattr(lm_precision, "cpu_supports_bf16", lambda: False)
     assert autocast_dtype("auto", torch.device("cpu")) is None
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_vllms_auto_dtype_is_bf16_only_where_the_hardware_has_it(monkeypatch, native):
+    monkeypatch.setattr(lm_precision, "cpu_supports_bf16", lambda: native)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: native)
+    expected = "bfloat16" if native else "float32"
+    assert lm_precision.sampler_dtype("auto", torch.device("cpu")) == expected
+    assert lm_precision.sampler_dtype("auto", torch.device("cuda")) == expected
+    assert lm_precision.sampler_dtype("bfloat16", torch.device("cpu")) == "bfloat16", "a set dtype stays"
+
+
+def test_the_vllm_settings_carry_the_resolved_dtype(monkeypatch):
+    from rl_core.policies.lm.engines import vllm_settings
+
+    monkeypatch.setattr(lm_precision, "cpu_supports_bf16", lambda: False)
+    config = LMPolicyConfig(model="unused", device="cpu")
+    assert vllm_settings(config, "unused", {0}, 1, torch.device("cpu")).dtype == "float32"

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import torch
 
-from rl_core.policies.lm.precision import Autocast
+from rl_core.policies.lm.precision import Autocast, SamplerDtype
 from rl_core.policies.lm.weights import EMBEDDED_MODEL
 from rl_core.prompts import PromptLimits, PromptStyle
 
@@ -84,10 +84,11 @@ class LMPolicyConfig:
     models or responses whose backward would not fit."""
     vllm_gpu_memory_utilization: float = 0.3
     """The share of GPU memory vLLM may take (the training copy of the model needs the rest)."""
-    vllm_dtype: Literal["bfloat16", "float32"] = "bfloat16"
-    """The dtype of vLLM's copy of the weights. bf16 decoded SmolLM2-135M 1.5-1.7x faster than float32 on this
-    CPU (issue 23's table); its log-probs differ from the learner's float32 ones by bf16 rounding, which the
-    PPO ratio absorbs (tests/rl_core/policies/test_lm_vllm.py states the tolerance)."""
+    vllm_dtype: SamplerDtype = "auto"
+    """The dtype of vLLM's copy of the weights: "auto" (bfloat16 where the hardware has it natively, float32
+    elsewhere: `precision.sampler_dtype`, which says what was measured), "bfloat16" or "float32". In bf16 its
+    log-probs differ from the learner's float32 ones by bf16 rounding, which the PPO ratio absorbs
+    (tests/rl_core/policies/test_lm_vllm.py states the tolerance)."""
     vllm_compiled: bool = False
     """vLLM's model compiled by torch.compile when its engine starts (True; on a CPU it needs a C++ compiler
     on the PATH), or run eagerly (False: vLLM's ``enforce_eager``). Measured on this project's 2-core CPU

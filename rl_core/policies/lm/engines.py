@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 import torch
 
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.precision import sampler_dtype
 from rl_core.policies.lm.vllm_engine import Drawn, VLLMSampler, VLLMSettings
 from rl_core.policies.lm.weights import merged_weights
 
@@ -147,7 +148,7 @@ def vllm_settings(
     return VLLMSettings(
         model_path=str(model_path), temperature=config.temperature, top_p=config.top_p,
         max_new_tokens=config.max_new_tokens, max_prompt_tokens=config.max_prompt_tokens,
-        stop_token_ids=tuple(sorted(stop_token_ids)), dtype=config.vllm_dtype, threads=threads,
-        kv_cache_gib=config.vllm_kv_cache_gib, gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        seed=config.seed, compiled=config.vllm_compiled,
+        stop_token_ids=tuple(sorted(stop_token_ids)), dtype=sampler_dtype(config.vllm_dtype, device),
+        threads=threads, kv_cache_gib=config.vllm_kv_cache_gib, seed=config.seed,
+        gpu_memory_utilization=config.vllm_gpu_memory_utilization, compiled=config.vllm_compiled,
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""Mixed precision for LMPolicy's scoring passes: bf16 autocast over float32 weights.
+"""Mixed precision for LMPolicy's scoring passes (bf16 autocast over float32 weights), and the dtype of
+vLLM's copy of the weights (`sampler_dtype`): bf16 only where the hardware has it.
 
 Under ``torch.autocast(dtype=torch.bfloat16)`` the matrix products of a forward pass (linear layers,
 attention) run in bfloat16 while every parameter stays float32: the LoRA adapters, their gradients and
@@ -21,6 +22,7 @@ from typing import Literal
 import torch
 
 Autocast = Literal["auto", "off", "bfloat16"]
+SamplerDtype = Literal["auto", "bfloat16", "float32"]
 
 
 def cpu_supports_bf16() -> bool:
@@ -49,6 +51,25 @@ def autocast_dtype(setting: Autocast, device: torch.device) -> torch.dtype | Non
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
     return torch.bfloat16 if device.type == "cpu" and cpu_supports_bf16() else None
+
+
+def sampler_dtype(setting: SamplerDtype, device: torch.device) -> Literal["bfloat16", "float32"]:
+    """The dtype of vLLM's copy of the weights on `device` (LMPolicyConfig.vllm_dtype).
+
+    "auto": bfloat16 where the hardware has it natively (a cuda device with bf16, a CPU with AVX512-BF16 or
+    AMX: `cpu_supports_bf16`), float32 elsewhere, where vLLM emulates bf16 slowly. Measured, a lone call of 8
+    of the embedded LM at 2 threads: on an AMD EPYC with AVX512-BF16, bf16 1.5-1.7x faster than float32
+    (issue 23's table); on an AMD EPYC without AVX-512 (2026-12-07, 2 calls each), bf16 34.8 and 37.0
+    tokens/s, float32 67.3 and 66.9 (docs/benchmarks.md "vLLM's dtype on a CPU without native bf16").
+
+    >>> sampler_dtype("float32", torch.device("cuda"))
+    'float32'
+    """
+    if setting != "auto":
+        return setting
+    if device.type == "cuda":
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    return "bfloat16" if cpu_supports_bf16() else "float32"
 
 
 def autocast(dtype: torch.dtype | None, device: torch.device) -> contextlib.AbstractContextManager[object]:

@@ -1,6 +1,7 @@
-"""Where a sampled response ends: at an end-of-sequence token, or once it holds a closed Python block (a
-``generate`` stopping criterion, CTranslate2's per-token callback, and the same cut afterwards for samplers
-without either, such as vLLM); and how an over-long prompt is cut."""
+"""Where a sampled response ends: at an end-of-sequence token, or once it holds a closed Python block (for
+transformers a ``generate`` stopping criterion, for vLLM the sampler's per-step `done` check; both by
+`response_closed`, and `trim_response` cuts by the same rule afterwards); and how an over-long prompt is
+cut."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class CodeBlockStop(StoppingCriteria):
 
 def response_closed(tokenizer: Any, ids: Sequence[int]) -> bool:
     """Whether the response `ids` (so far) holds a closed Python block, checked only when its last token may
-    close a fence (the stopping rule of every sampler: this criterion, CTranslate2's callback)."""
+    close a fence (the stopping rule of every sampler: `CodeBlockStop`, vLLM's `VLLMSampler.done`)."""
     if not ids or not may_close_fence(tokenizer, int(ids[-1])):
         return False
     return closes_code_block(tokenizer.decode(list(ids), skip_special_tokens=True))

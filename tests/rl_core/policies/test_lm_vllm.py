@@ -93,7 +93,7 @@ def test_vllm_log_probs_agree_with_the_learners_score_at_unchanged_weights(polic
 
 
 def test_a_bf16_copy_agrees_within_its_rounding(model_folder):
-    policy = vllm_policy(model_folder)  # vllm_dtype bfloat16, the default
+    policy = vllm_policy(model_folder, vllm_dtype="bfloat16")
     samples = draw(policy, [SOLVE, IMPROVE] * 4, seed=1)
     with torch.no_grad():
         assert mean_gap(policy, samples) < BF16_GAP
