@@ -155,9 +155,10 @@ def test_vllms_auto_dtype_is_bf16_only_where_the_hardware_has_it(monkeypatch, na
     assert lm_precision.sampler_dtype("bfloat16", torch.device("cpu")) == "bfloat16", "a set dtype stays"
 
 
-def test_the_vllm_settings_carry_the_resolved_dtype(monkeypatch):
+@pytest.mark.parametrize(("native", "expected"), [(True, "bfloat16"), (False, "float32")])
+def test_the_vllm_settings_carry_the_resolved_dtype(monkeypatch, native, expected):
     from rl_core.policies.lm.engines import vllm_settings
 
-    monkeypatch.setattr(lm_precision, "cpu_supports_bf16", lambda: False)
+    monkeypatch.setattr(lm_precision, "cpu_supports_bf16", lambda: native)
     config = LMPolicyConfig(model="unused", device="cpu")
-    assert vllm_settings(config, "unused", {0}, 1, torch.device("cpu")).dtype == "float32"
+    assert vllm_settings(config, "unused", {0}, 1, torch.device("cpu")).dtype == expected

@@ -31,13 +31,21 @@ def cpu_supports_bf16() -> bool:
     return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` computes in bfloat16 natively: a cuda device with bf16
+    (`torch.cuda.is_bf16_supported`), a CPU with AVX512-BF16 or AMX (`cpu_supports_bf16`); elsewhere it is
+    emulated, and slower than float32."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    return device.type == "cpu" and cpu_supports_bf16()
+
+
 def autocast_dtype(setting: Autocast, device: torch.device) -> torch.dtype | None:
     """The autocast dtype for scoring passes on `device`, or None for none.
 
     "off": None. "bfloat16": bfloat16 on any device (emulated, and slower, on hardware without it).
-    "auto": bfloat16 on a cuda device that supports it (`torch.cuda.is_bf16_supported`) and on a CPU with
-    native bfloat16 (`cpu_supports_bf16`), where it was measured faster (see LMPolicyConfig.autocast);
-    None elsewhere.
+    "auto": bfloat16 where the device has it natively (`native_bf16`), where it was measured faster (see
+    LMPolicyConfig.autocast); None elsewhere.
 
     >>> autocast_dtype("off", torch.device("cuda")) is None
     True
@@ -48,28 +56,24 @@ def autocast_dtype(setting: Autocast, device: torch.device) -> torch.dtype | Non
         return None
     if setting == "bfloat16":
         return torch.bfloat16
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
-    return torch.bfloat16 if device.type == "cpu" and cpu_supports_bf16() else None
+    return torch.bfloat16 if native_bf16(device) else None
 
 
 def sampler_dtype(setting: SamplerDtype, device: torch.device) -> Literal["bfloat16", "float32"]:
     """The dtype of vLLM's copy of the weights on `device` (LMPolicyConfig.vllm_dtype).
 
-    "auto": bfloat16 where the hardware has it natively (a cuda device with bf16, a CPU with AVX512-BF16 or
-    AMX: `cpu_supports_bf16`), float32 elsewhere, where vLLM emulates bf16 slowly. Measured, a lone call of 8
-    of the embedded LM at 2 threads: on an AMD EPYC with AVX512-BF16, bf16 1.5-1.7x faster than float32
-    (issue 23's table); on an AMD EPYC without AVX-512 (2026-12-07, 2 calls each), bf16 34.8 and 37.0
-    tokens/s, float32 67.3 and 66.9 (docs/benchmarks.md "vLLM's dtype on a CPU without native bf16").
+    "auto": bfloat16 where the device has it natively (`native_bf16`), float32 elsewhere, where vLLM emulates
+    bf16 slowly. Measured, a lone call of 8 of the embedded LM at 2 threads: on an AMD EPYC with
+    AVX512-BF16, bf16 1.5-1.7x faster than float32 (issue 23's table); on an AMD EPYC without AVX-512
+    (2026-12-07, 2 calls each), bf16 34.8 and 37.0 tokens/s, float32 67.3 and 66.9 (docs/benchmarks.md
+    "vLLM's dtype on a CPU without native bf16").
 
     >>> sampler_dtype("float32", torch.device("cuda"))
     'float32'
     """
     if setting != "auto":
         return setting
-    if device.type == "cuda":
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
-    return "bfloat16" if cpu_supports_bf16() else "float32"
+    return "bfloat16" if native_bf16(device) else "float32"
 
 
 def autocast(dtype: torch.dtype | None, device: torch.device) -> contextlib.AbstractContextManager[object]:
