@@ -257,3 +257,26 @@ def test_learner_state_round_trips_into_a_new_learner():
     assert fresh.baseline.values == learner.baseline.values
     assert fresh.updates == 1
     assert torch.equal(fresh.generator.get_state(), learner.generator.get_state())
+
+
+class EntropyOnTrial(TablePolicy):
+    """A TablePolicy whose entropy fails the test if the backward pass ever runs through it."""
+
+    def score(self, samples):
+        scored = super().score(samples)
+        entropy = scored.entropy.clone()
+        entropy.register_hook(lambda grad: pytest.fail("the backward pass ran through the entropy"))
+        return Scored(scored.logprobs, scored.mask, entropy, scored.ref_logprobs)
+
+
+def test_an_entropy_weighted_zero_stays_out_of_the_backward_pass():
+    batch = [make_experience("a", 1.0, 1.0), make_experience("b", 0.0, 1.0)]
+    learner = Learner(EntropyOnTrial(FAMILIES), LearnerConfig(entropy_coef=0.0))
+    metrics = learner.update(batch, current_version=0)
+    assert metrics["charts/entropy"] > 0  # still measured and reported
+
+
+def test_an_entropy_with_a_weight_takes_part_in_the_backward_pass():
+    batch = [make_experience("a", 1.0, 1.0), make_experience("b", 0.0, 1.0)]
+    with pytest.raises(pytest.fail.Exception, match="through the entropy"):
+        Learner(EntropyOnTrial(FAMILIES), LearnerConfig(entropy_coef=0.01)).update(batch, current_version=0)

@@ -31,15 +31,20 @@ LEASE_S = 2
 """The attempt lease the tests' workers and supervisors use: a dead worker is noticed within ~2 leases."""
 
 
-def wait_for(condition: Callable[[], Any], *, timeout_s: float, what: str, interval_s: float = 0.1) -> Any:
-    """Poll `condition()` until it returns something truthy (returned), or fail the test after `timeout_s`."""
+def wait_for(
+    condition: Callable[[], Any], *, timeout_s: float, what: str, interval_s: float = 0.1,
+    state: Callable[[], Any] | None = None,
+) -> Any:  # fmt: skip
+    """Poll `condition()` until it returns something truthy (returned), or fail the test after `timeout_s`,
+    saying what `state()` then returns (what the next engineer needs to see why)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(interval_s)
-    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    seen = f"; state then: {state()}" if state is not None else ""
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}{seen}")
 
 
 def children_of(pid: int) -> list[int]:

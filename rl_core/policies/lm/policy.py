@@ -27,7 +27,7 @@ The weights lock. The policy owns `weights_lock` (reentrant): a draw holds it wh
 (with vLLM only while it pushes a new version, so the learner may update while vLLM decodes), the frozen LM's
 decode holds it while the adapters are off, and the loop's learner updates and checkpoints under it. So no
 sample ever comes from weights that are not the policy's, whichever thread draws; and while another thread
-holds it, vLLM decodes on its share of the cores, not on all of them (`sampler_alone`).
+holds it, vLLM decodes on its share of the cores, not on all of them (`cores.sampler_alone`).
 
 Layout of `score`: (B, T) tensors, each response right-aligned (`forward` says how), back on the CPU
 (gradients flow back to the model's device), to mix with the learner's.
@@ -54,18 +54,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import GenerationConfig, StoppingCriteriaList
+from transformers import GenerationConfig
 
 from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_device, resolve_dtype
-from rl_core.policies.lm.cores import cpu_threads, threads_now, use_threads
-from rl_core.policies.lm.engines import VLLMEngine, choose_engine, vllm_settings
-from rl_core.policies.lm.forward import Forward, activation_checkpointing, left_pad
+from rl_core.policies.lm.cores import cpu_threads, sampler_alone, threads_now, use_threads
+from rl_core.policies.lm.engines import VLLMEngine, choose_engine, transformers_generate, vllm_settings
+from rl_core.policies.lm.forward import Forward, activation_checkpointing
 from rl_core.policies.lm.precision import autocast_dtype
-from rl_core.policies.lm.stopping import CodeBlockStop, eos_ids, fit_tokens, response_closed, trim_response
+from rl_core.policies.lm.stopping import eos_ids, fit_tokens, response_closed, trim_response
 from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
 from rl_core.policy import Prompt, Sample, Scored, TokenAction
 from rl_core.prompts import build_messages
-from rl_core.workload import PROGRAMS
 
 
 def _seed(generator: torch.Generator) -> int:
@@ -123,7 +122,7 @@ class LMPolicy:
         self._engine: VLLMEngine | None = None  # None: transformers samples self.model
         if engine == "vllm" and model_path is not None:
             settings = vllm_settings(config, model_path, self.eos_ids, self.cpu_threads, self.device)
-            alone = self.sampler_alone if self._widens else None
+            alone = functools.partial(sampler_alone, self.weights_lock) if self._widens else None
             done = functools.partial(response_closed, self.tokenizer)
             self._engine = VLLMEngine(self, settings, alone, done)
 
@@ -232,7 +231,10 @@ class LMPolicy:
         prompt_ids = [self.prompt_ids(prompt) for prompt in prompts]
         with self.weights_lock:
             started = time.perf_counter()
-            raw = self._generate(prompt_ids, seed)
+            raw = transformers_generate(
+                self.model, self.tokenizer, prompt_ids, self.config, pad_id=self.pad_id, eos_ids=self.eos_ids,
+                seed=seed,
+            )  # fmt: skip
             return self._samples(
                 prompts, prompt_ids, raw, None, started=started, sync_s=0.0, version=self.version,
                 threads=torch.get_num_threads(),
@@ -310,14 +312,6 @@ class LMPolicy:
         `config.cpu_threads`): the sampler and the learner each take every core while the other is idle."""
         return self.cpu_threads is not None and self.config.cpu_threads is None
 
-    def sampler_alone(self) -> bool:
-        """Whether vLLM would decode alone now: no sandboxed program of this process runs and nothing holds
-        the weights lock (no update, checkpoint or frozen-LM decode), so its next step may take every core."""
-        if PROGRAMS.now() or not self.weights_lock.acquire(blocking=False):
-            return False
-        self.weights_lock.release()
-        return True
-
     def token_logprobs(
         self, prompt_ids: list[list[int]], response_ids: list[list[int]]
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -390,33 +384,6 @@ class LMPolicy:
         return Path(directory)
 
     # Internals.
-
-    @torch.no_grad()
-    def _generate(self, prompt_ids: list[list[int]], seed: int) -> list[list[int]]:
-        """Sampled ids after each prompt (B lists, padding after a row's end), with transformers."""
-        ids, attention = left_pad(prompt_ids, self.pad_id, self.device)
-        stop = CodeBlockStop(self.tokenizer, ids.shape[1])
-        config = GenerationConfig(
-            do_sample=True,
-            temperature=self.config.temperature,
-            top_p=self.config.top_p,
-            top_k=0,
-            repetition_penalty=1.0,
-            max_new_tokens=self.config.max_new_tokens,
-            eos_token_id=sorted(self.eos_ids),
-            pad_token_id=self.pad_id,
-        )
-        # Seeded from the caller's generator; the global RNG is left as it was.
-        with torch.random.fork_rng(devices=self._rng_devices()):
-            torch.manual_seed(seed)
-            out = self.model.generate(
-                input_ids=ids,
-                attention_mask=attention,
-                generation_config=config,
-                stopping_criteria=StoppingCriteriaList([stop]),
-            )
-        sampled: list[list[int]] = out[:, ids.shape[1] :].tolist()
-        return sampled
 
     def _old_logprobs(self, prompt_ids: list[list[int]], response_ids: list[list[int]]) -> list[list[float]]:
         """Each response's per-token log-probs under π now, by the same forward pass as `score`."""

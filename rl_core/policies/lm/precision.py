@@ -44,8 +44,8 @@ def autocast_dtype(setting: Autocast, device: torch.device) -> torch.dtype | Non
     """The autocast dtype for scoring passes on `device`, or None for none.
 
     "off": None. "bfloat16": bfloat16 on any device (emulated, and slower, on hardware without it).
-    "auto": bfloat16 where the device has it natively (`native_bf16`), where it was measured faster (see
-    LMPolicyConfig.autocast); None elsewhere.
+    "auto": bfloat16 where the device has it natively (`native_bf16`), which is where it was measured faster
+    (see LMPolicyConfig.autocast); None elsewhere.
 
     >>> autocast_dtype("off", torch.device("cuda")) is None
     True

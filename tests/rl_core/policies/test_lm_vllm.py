@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rl_core.policies.lm.config import LMPolicyConfig
-from rl_core.policies.lm.cores import use_threads
+from rl_core.policies.lm.cores import sampler_alone, use_threads
 from rl_core.policies.lm.engines import can_compile
 from rl_core.policies.lm.policy import LMPolicy
 from rl_core.policy import PreviousSolution, Prompt, TaskInfo
@@ -299,24 +299,24 @@ def test_vllm_chooses_its_threads_before_each_step_every_core_alone_its_share_ot
 
 
 def test_the_policys_sampler_is_alone_only_while_no_update_and_no_sandboxed_program_runs(policy):
-    """`LMPolicy.sampler_alone`: False while another thread holds the weights lock (the loop's update) or a
-    program of this process runs in the sandbox (rl_core.workload.PROGRAMS), True otherwise; a draw records
-    the threads it decoded on."""
+    """`cores.sampler_alone` of the policy's weights lock: False while another thread holds it (the loop's
+    update) or a program of this process runs in the sandbox (rl_core.workload.PROGRAMS), True otherwise; a
+    draw records the threads it decoded on."""
     from rl_core.workload import PROGRAMS
 
-    assert policy.sampler_alone()
+    assert sampler_alone(policy.weights_lock)
     held, release = threading.Event(), threading.Event()
     learner = threading.Thread(target=lambda: (policy.weights_lock.acquire(), held.set(), release.wait(30),
                                                policy.weights_lock.release()))  # fmt: skip
     learner.start()
     held.wait(10)
     try:
-        assert not policy.sampler_alone()
+        assert not sampler_alone(policy.weights_lock)
     finally:
         release.set()
         learner.join(10)
     with PROGRAMS.running():
-        assert not policy.sampler_alone()
-    assert policy.sampler_alone()
+        assert not sampler_alone(policy.weights_lock)
+    assert sampler_alone(policy.weights_lock)
     [sample] = draw(policy, [SOLVE])
     assert sample.info["sampler_threads"] == len(os.sched_getaffinity(0))
