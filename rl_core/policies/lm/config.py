@@ -50,6 +50,9 @@ class LMPolicyConfig:
     adapter_path: str | None = None
     """A saved adapter folder (`LMPolicy.save_adapter`) to start from, e.g. a warm start; its own LoRA
     settings then replace lora_r, lora_alpha and target_modules."""
+    fused_lora: bool = True
+    """Each plain LoRA layer as one product with its merged weight (rl_core.policies.lm.fused_lora): the same
+    function and gradients, 15 % less update time measured on a 2-core CPU; False runs peft's own layers."""
     reference: bool = True
     """Compute `Scored.ref_logprobs` under the frozen base (one extra no-gradient forward per `score`)."""
     device: str = "auto"

@@ -19,7 +19,8 @@ Deliberately the policy never runs in training mode: dropout (LoRA's included) i
 scoring agree.
 
 LoRA (peft): only the adapter matrices are trainable and returned by `parameters()`; the base model is
-frozen. The frozen base with the adapters disabled (``with model.disable_adapter():``) is the KL reference
+frozen; each plain LoRA layer runs as one product with its merged weight (`fused_lora`, on by default). The
+frozen base with the adapters disabled (``with model.disable_adapter():``) is the KL reference
 (`Scored.ref_logprobs`) and the instrumenting LM (`generate_frozen`). `state_dict` holds the adapter
 weights, the version and the config, as plain data and tensors (checkpoints load with weights_only).
 
@@ -36,8 +37,8 @@ GPU: device "cuda" and bf16 when available (log-softmax in float32); bf16 autoca
 CPU threads: `cores` (half the cores each for the sampler and the learner where vLLM samples on a CPU;
 whichever works alone takes them all).
 Modules beside this one: `config` (the settings), `engines` and `vllm_engine` (sampling), `forward` (the
-scoring pass), `weights` (where the weights come from; merged weights for vLLM), `stopping` (where a response
-ends), `precision`, `cores`.
+scoring pass), `fused_lora` (each LoRA layer as one product), `weights` (where the weights come from; merged
+weights for vLLM), `stopping` (where a response ends), `precision`, `cores`.
 Not done here: full fine-tuning (`rl_core.warmstart` offers it before RL), several adapters at once, LoRA
 adapters served by vLLM (slower on a CPU, issue 23).
 """
@@ -60,6 +61,7 @@ from rl_core.policies.lm.config import LMPolicyConfig, config_value, resolve_dev
 from rl_core.policies.lm.cores import cpu_threads, sampler_alone, threads_now, use_threads
 from rl_core.policies.lm.engines import VLLMEngine, choose_engine, transformers_generate, vllm_settings
 from rl_core.policies.lm.forward import Forward, activation_checkpointing
+from rl_core.policies.lm.fused_lora import fuse_lora
 from rl_core.policies.lm.precision import autocast_dtype
 from rl_core.policies.lm.stopping import eos_ids, fit_tokens, response_closed, trim_response
 from rl_core.policies.lm.weights import EMBEDDED_MODEL, load_pretrained, resolve_model
@@ -153,6 +155,8 @@ class LMPolicy:
                 adapted = peft.PeftModel.from_pretrained(model, self.config.adapter_path, is_trainable=True)
             else:
                 adapted = peft.get_peft_model(model, self._lora_config())
+        if self.config.fused_lora:
+            fuse_lora(adapted)
         return adapted.eval()
 
     def _rng_devices(self) -> list[torch.device]:
