@@ -75,6 +75,8 @@ class LMPath:
     where vLLM samples on a CPU)."""
     actors: int | None = None
     """Sandboxes at once (K); None: B when synchronous, else 2. One makes an arm's order deterministic."""
+    fused_lora: bool = True
+    """LMPolicyConfig.fused_lora (True is what an LM run gets; the `old` baseline keeps peft's own layers)."""
 
 
 def _new_path() -> LMPath:
@@ -91,7 +93,7 @@ PATHS = {
     ),
     "old": LMPath(
         sync=False, sample_ahead=1, sampler="inline", autocast="off", ppo_epochs=2, micro_batch=1,
-        engine="transformers",
+        engine="transformers", fused_lora=False,
     ),
     "new": _new_path(),
     "new-hf": replace(_new_path(), engine="transformers", cpu_threads=2),
@@ -230,7 +232,8 @@ def tasks_for(slugs: Sequence[str]) -> list[BundledTask]:
 def path_policy(settings: LMSettings, path: LMPath, *, adapter: Path | None = None, seed: int = 0) -> Any:
     """The policy an arm on `path` runs: its scoring precision and decoding engine."""
     return lm_policy(settings, adapter=adapter, seed=seed, autocast=path.autocast, sampler=path.engine,
-                     cpu_threads=path.cpu_threads, vllm_compiled=path.vllm_compiled)  # fmt: skip
+                     cpu_threads=path.cpu_threads, vllm_compiled=path.vllm_compiled,
+                     fused_lora=path.fused_lora)  # fmt: skip
 
 
 def lm_policy(settings: LMSettings, *, adapter: Path | None = None, seed: int = 0, **overrides: Any) -> Any:
