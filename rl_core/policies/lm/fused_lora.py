@@ -3,8 +3,8 @@
 peft's LoRA linear layer computes y = x Wᵀ + s (x Aᵀ) Bᵀ: the base product, two thin products of rank r, a
 scaling and an addition, each a pass over the (T, out) activations; backward does as much again. Here the
 same y is x (W + s B A)ᵀ, one product with the merged weight (B A costs out · r · in, nothing beside the
-T tokens), and backward needs one product for the input's gradient, x (W + s B A) recomputed, and thin
-ones for A and B:
+T tokens), and backward needs one product for the input's gradient, with the merged weight recomputed, and
+thin ones for A and B:
 
     ∂L/∂x = g (W + s B A),   ∂L/∂A = s (g B)ᵀ x,   ∂L/∂B = s gᵀ (x Aᵀ)     (g = ∂L/∂y, (T, out))
 
@@ -39,10 +39,7 @@ class FusedLoRAProduct(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
         x, weight, a, b = ctx.saved_tensors
-        scaling, dtype = (
-            ctx.scaling,
-            grad.dtype,
-        )  # under autocast the product ran in bf16: so does its backward
+        scaling, dtype = ctx.scaling, grad.dtype  # under autocast the product ran in bf16, and so does this
         x2, g2 = x.reshape(-1, x.shape[-1]).to(dtype), grad.reshape(-1, grad.shape[-1])
         grad_x = None
         if ctx.needs_input_grad[0]:
@@ -68,10 +65,10 @@ def fuse_lora(model: Any) -> int:
 
 def _plain(layer: Any) -> bool:
     """Whether `layer` (a peft LoRA Linear) is one the fused product computes exactly."""
-    [name] = layer.active_adapters or [None]
+    names = layer.active_adapters
+    name = names[0] if len(names) == 1 else None
     return (
         name is not None
-        and len(layer.active_adapters) == 1
         and type(layer.base_layer) is torch.nn.Linear
         and layer.base_layer.bias is None
         and not layer.fan_in_fan_out
@@ -83,8 +80,8 @@ def _plain(layer: Any) -> bool:
 
 
 def _fused_forward(self: Any, x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-    """The fused product, or peft's own forward where the adapters are off or merged, or arguments ask for
-    more than one adapter."""
+    """The fused product, or peft's own forward where the adapters are off or merged, or where arguments
+    beside the input ask for more (peft's `adapter_names` for a batch of mixed adapters)."""
     if self.disable_adapters or self.merged or args or kwargs:
         return type(self).forward(self, x, *args, **kwargs)
     name = self.active_adapters[0]
